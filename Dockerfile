@@ -1,0 +1,21 @@
+# Production image: slim Python, non-root user, gunicorn; static files collected at build time.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1
+
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+
+COPY . .
+RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput \
+    && useradd --create-home --uid 10001 app \
+    && mkdir -p /app/var && chown -R app /app/var
+USER app
+
+EXPOSE 8000
+# Four sync workers with persistent DB connections (CONN_MAX_AGE) and one Redis pool each.
+CMD ["gunicorn", "elbkerzen.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", \
+     "--access-logfile", "-", "--timeout", "30"]

@@ -1,0 +1,8 @@
+"""App configuration."""
+
+from django.apps import AppConfig
+
+
+class AutomationConfig(AppConfig):
+    name = "automation"
+    verbose_name = "Elbkerzen Automation"

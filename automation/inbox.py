@@ -1,0 +1,234 @@
+"""The durable inbox: store each delivery once, enqueue it, dispatch it by (source, topic)."""
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+from redis.exceptions import RedisError
+from rq import Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from . import alerts
+from .exceptions import InvalidPayload, PermanentError
+from .models import Delivery
+from .queues import default_queue, redis_client
+from .sources import Incoming
+
+logger = logging.getLogger(__name__)
+
+Status = Delivery.Status
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a handler made of a delivery: the final status and a note for the merchant."""
+
+    status: str
+    note: str = ""
+
+
+Handler = Callable[[Delivery], Outcome]
+HANDLERS: dict[tuple[str, str], Handler] = {}
+
+
+def handles(source: str, *topics: str) -> Callable[[Handler], Handler]:
+    """Register a handler for topics of one source; one registry serves every process."""
+
+    def register(handler: Handler) -> Handler:
+        for topic in topics:
+            HANDLERS[(source, topic)] = handler
+        return handler
+
+    return register
+
+
+# --- intake --------------------------------------------------------------------------------
+
+
+def record(incoming: Incoming) -> Delivery | None:
+    """Store a verified delivery; None when it duplicates a stored one (counted on that row).
+
+    The database's unique constraint decides duplicates, so concurrent copies make one row.
+    The job is enqueued only after the row has committed.
+    """
+    invalid = bool(incoming.invalid_reason)
+    try:
+        with transaction.atomic():
+            delivery = Delivery.objects.create(
+                source=incoming.source,
+                shop_domain=incoming.shop_domain,
+                topic=incoming.topic,
+                webhook_id=incoming.webhook_id,
+                event_id=incoming.event_id,
+                triggered_at=incoming.triggered_at,
+                api_version=incoming.api_version,
+                body=incoming.body,
+                status=Status.INVALID if invalid else Status.RECEIVED,
+                last_error=incoming.invalid_reason,
+                processed_at=timezone.now() if invalid else None,
+            )
+            if not invalid:
+                transaction.on_commit(lambda: enqueue_delivery(delivery.pk))
+    except IntegrityError:
+        if not _count_duplicate(incoming):
+            raise
+        return None
+    return delivery
+
+
+def _count_duplicate(incoming: Incoming) -> bool:
+    if incoming.source == Delivery.Source.STRIPE:
+        if not incoming.event_id:
+            return False
+        same = Delivery.objects.filter(source=incoming.source, event_id=incoming.event_id)
+    else:
+        same = Delivery.objects.filter(
+            source=incoming.source,
+            shop_domain=incoming.shop_domain,
+            topic=incoming.topic,
+            webhook_id=incoming.webhook_id,
+        )
+    return same.update(duplicate_count=F("duplicate_count") + 1) > 0
+
+
+def job_id_for(delivery_id: int) -> str:
+    """One RQ job id per delivery, so the sweeper can see whether a job is still alive."""
+    return f"delivery-{delivery_id}"
+
+
+def enqueue_delivery(delivery_id: int) -> bool:
+    """Put the delivery's job on the queue; on a Redis outage the row waits for the sweeper."""
+    from .jobs import process_delivery
+
+    intervals = list(settings.DELIVERY_RETRY_INTERVALS)
+    try:
+        default_queue().enqueue(
+            process_delivery,
+            delivery_id,
+            job_id=job_id_for(delivery_id),
+            retry=Retry(max=len(intervals), interval=intervals),
+            description=f"process delivery {delivery_id}",
+        )
+    except RedisError as err:
+        logger.warning("delivery %s stays received, Redis unavailable: %s", delivery_id, err)
+        return False
+    return True
+
+
+_LIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+
+
+def _job_is_alive(delivery_id: int) -> bool:
+    try:
+        job = Job.fetch(job_id_for(delivery_id), connection=redis_client())
+    except NoSuchJobError:
+        return False
+    return job.get_status(refresh=False) in _LIVE_JOB
+
+
+def sweep() -> int:
+    """Enqueue deliveries left `received` (Redis was down, or a worker died mid-job)."""
+    now = timezone.now()
+    stuck_before = now - timedelta(seconds=settings.RQ_QUEUES["default"]["DEFAULT_TIMEOUT"] * 2)
+    Delivery.objects.filter(
+        status=Status.PROCESSING, processing_started_at__lt=stuck_before
+    ).update(status=Status.RECEIVED)
+    waiting = Delivery.objects.filter(
+        status=Status.RECEIVED,
+        received_at__lt=now - timedelta(seconds=settings.DELIVERY_SWEEP_AFTER),
+    ).values_list("pk", flat=True)
+    enqueued = 0
+    for delivery_id in waiting.iterator():
+        if not _job_is_alive(delivery_id) and enqueue_delivery(delivery_id):
+            enqueued += 1
+    if enqueued:
+        logger.info("sweeper enqueued %s waiting deliveries", enqueued)
+    return enqueued
+
+
+def replay(delivery_ids: Iterable[int]) -> int:
+    """Send failed or dead deliveries through the same path again; returns how many."""
+    replayed = 0
+    for delivery_id in delivery_ids:
+        with transaction.atomic():
+            taken = Delivery.objects.filter(
+                pk=delivery_id, status__in=[Status.FAILED, Status.DEAD]
+            ).update(status=Status.RECEIVED, last_error="")
+            if taken:
+                replayed += 1
+                transaction.on_commit(lambda pk=delivery_id: _enqueue_unless_alive(pk))
+    return replayed
+
+
+def _enqueue_unless_alive(delivery_id: int) -> None:
+    if not _job_is_alive(delivery_id):
+        enqueue_delivery(delivery_id)
+
+
+# --- processing ------------------------------------------------------------------------------
+
+
+def process(delivery_id: int, *, final_attempt: bool) -> str:
+    """Claim the delivery, run its handler, record the outcome; returns the final status.
+
+    Safe to run twice: only a `received` or `failed` row can be claimed. A handler exception
+    leaves the row `failed` and propagates so RQ retries; on the final attempt, or for a
+    permanent error, the row goes `dead` and the merchant gets one alert.
+    """
+    claimed = Delivery.objects.filter(
+        pk=delivery_id, status__in=[Status.RECEIVED, Status.FAILED]
+    ).update(
+        status=Status.PROCESSING,
+        attempts=F("attempts") + 1,
+        processing_started_at=timezone.now(),
+    )
+    if not claimed:
+        logger.info("delivery %s not claimable (already taken or finished)", delivery_id)
+        return "skipped"
+    delivery = Delivery.objects.get(pk=delivery_id)
+    handler = HANDLERS.get((delivery.source, delivery.topic))
+    if handler is None:
+        return _finish(delivery, Outcome(Status.IGNORED, f"no handler for {delivery.topic}"))
+    try:
+        outcome = handler(delivery)
+    except InvalidPayload as err:
+        return _finish(delivery, Outcome(Status.INVALID, str(err)))
+    except PermanentError as err:
+        _give_up(delivery, err)
+        return Status.DEAD
+    except Exception as err:
+        if final_attempt:
+            _give_up(delivery, err)
+        else:
+            _finish(delivery, Outcome(Status.FAILED, _describe(err)))
+        raise
+    return _finish(delivery, outcome)
+
+
+def _finish(delivery: Delivery, outcome: Outcome) -> str:
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=outcome.status, last_error=outcome.note, processed_at=timezone.now()
+    )
+    return outcome.status
+
+
+def _give_up(delivery: Delivery, err: BaseException) -> None:
+    """Mark the delivery dead; the row count makes sure only one process sends the alert."""
+    error = _describe(err)
+    went_dead = Delivery.objects.filter(pk=delivery.pk, status=Status.PROCESSING).update(
+        status=Status.DEAD, last_error=error, processed_at=timezone.now()
+    )
+    logger.error("delivery %s is dead: %s", delivery.pk, error)
+    if went_dead:
+        delivery.refresh_from_db()
+        alerts.delivery_dead(delivery)
+
+
+def _describe(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}"[:2000]

@@ -1,0 +1,48 @@
+"""Webhook senders: each module verifies its own signature and normalises a delivery."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.http import HttpRequest
+
+from ..exceptions import PayloadTooLarge
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A verified delivery, ready to store; `invalid_reason` marks a signed but unusable body."""
+
+    source: str
+    topic: str
+    body: bytes
+    shop_domain: str = ""
+    webhook_id: str = ""
+    event_id: str = ""
+    triggered_at: datetime | None = None
+    api_version: str = ""
+    invalid_reason: str = ""
+
+
+def read_body(request: HttpRequest) -> bytes:
+    """The raw body, refusing oversize ones by their declared length before reading them."""
+    limit = settings.WEBHOOK_MAX_BODY_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise PayloadTooLarge(f"body larger than {limit} bytes")
+    body = request.body
+    if len(body) > limit:
+        raise PayloadTooLarge(f"body larger than {limit} bytes")
+    return body
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """An ISO 8601 instant with offset, or None when absent or unusable."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo is not None else None

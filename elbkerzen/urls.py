@@ -1,0 +1,14 @@
+"""URL routes: webhooks, health, admin and the RQ dashboard (staff only)."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from automation import views
+
+urlpatterns = [
+    path("webhooks/shopify/", views.shopify_webhook, name="shopify-webhook"),
+    path("webhooks/stripe/", views.stripe_webhook, name="stripe-webhook"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/rq/", include("django_rq.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,71 @@
+"""Shared fixtures: a clean test Redis DB, a real RQ worker in burst mode, a test handler."""
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from redis import Redis
+from rq import SimpleWorker
+
+from automation import inbox
+from automation.queues import default_queue, redis_client
+
+
+def _assert_test_redis(client: Redis) -> None:
+    db = client.connection_pool.connection_kwargs.get("db", 0)
+    if db == 0:
+        pytest.exit(f"refusing to flush Redis DB 0 ({settings.REDIS_URL}); use a test DB number")
+
+
+@pytest.fixture
+def redis() -> Redis:
+    """The test Redis DB, emptied before and after the test."""
+    client = redis_client()
+    _assert_test_redis(client)
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+@pytest.fixture
+def queue(redis):
+    return default_queue()
+
+
+@pytest.fixture
+def run_worker(queue):
+    """Drain the queue with a real RQ worker in burst mode (scheduler included)."""
+
+    def run() -> None:
+        worker = SimpleWorker([queue], connection=queue.connection)
+        worker.work(burst=True, with_scheduler=True)
+
+    return run
+
+
+@pytest.fixture
+def handler():
+    """Register a handler for the test-only topic `test/topic`; its behaviour is settable."""
+
+    class Recorder:
+        calls: list[int]
+        behaviour = "done"
+
+        def __init__(self) -> None:
+            self.calls = []
+
+        def __call__(self, delivery):
+            self.calls.append(delivery.pk)
+            if self.behaviour == "fail":
+                raise RuntimeError("handler failed on purpose")
+            return inbox.Outcome(self.behaviour, "test handler")
+
+    recorder = Recorder()
+    inbox.HANDLERS[("shopify", "test/topic")] = recorder
+    yield recorder
+    inbox.HANDLERS.pop(("shopify", "test/topic"), None)
+
+
+@pytest.fixture
+def requires_postgres(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
