@@ -27,6 +27,7 @@ run: $(STAMP)
 
 # Tests use a Redis DB of their own (15) so they never touch the one `make run` uses.
 test: export REDIS_URL ?= redis://127.0.0.1:6379/15
+test: export SECRET_KEY ?= tests-only-not-secret
 test: $(STAMP)
 	mkdir -p var
 	$(BIN)/python manage.py ensure_redis
