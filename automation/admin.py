@@ -1,14 +1,15 @@
-"""Admin: every delivery visible, read-only, with a replay action for failed and dead ones."""
+"""Admin: watched items to edit; deliveries, stock and ad group actions to read (and replay)."""
 
 import json
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html
 
-from . import inbox
-from .models import Delivery
+from . import inbox, inventory
+from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
 
 
 @admin.register(Delivery)
@@ -76,3 +77,84 @@ class DeliveryAdmin(admin.ModelAdmin):
                 f"Skipped {skipped} that are neither failed nor dead.",
                 messages.WARNING,
             )
+
+
+@admin.register(WatchedItem)
+class WatchedItemAdmin(admin.ModelAdmin):
+    list_display = (
+        "label",
+        "inventory_item_id",
+        "ad_group_id",
+        "customer_id",
+        "pause_at",
+        "enabled",
+        "total_available",
+        "last_stock_update",
+        "last_action",
+    )
+    list_display_links = ("label",)
+    list_editable = ("ad_group_id", "pause_at", "enabled")
+    list_filter = ("enabled",)
+    search_fields = ("label", "inventory_item_id", "ad_group_id")
+
+    @admin.display(description="available now")
+    def total_available(self, obj: WatchedItem) -> int:
+        return inventory.total_available(obj.inventory_item_id)
+
+    @admin.display(description="last stock update")
+    def last_stock_update(self, obj: WatchedItem):
+        level = (
+            StockLevel.objects.filter(inventory_item_id=obj.inventory_item_id)
+            .order_by("-updated_at")
+            .first()
+        )
+        return level.updated_at if level else "–"
+
+    @admin.display(description="last action")
+    def last_action(self, obj: WatchedItem) -> str:
+        action = AdGroupAction.objects.filter(
+            customer_id=obj.customer_id, ad_group_id=obj.ad_group_id
+        ).first()
+        if action is None:
+            return "–"
+        when = timezone.localtime(action.requested_at).strftime("%Y-%m-%d %H:%M")
+        return f"{action.desired_status} ({action.get_result_display()}) {when}"
+
+
+@admin.register(AdGroupAction)
+class AdGroupActionAdmin(admin.ModelAdmin):
+    list_display = (
+        "requested_at",
+        "ad_group_id",
+        "desired_status",
+        "result",
+        "source",
+        "reason",
+        "delivery",
+        "applied_at",
+    )
+    list_filter = ("desired_status", "result", "source", "customer_id")
+    search_fields = ("ad_group_id", "reason")
+    date_hierarchy = "requested_at"
+    list_select_related = ("delivery",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(StockLevel)
+class StockLevelAdmin(admin.ModelAdmin):
+    list_display = ("inventory_item_id", "location_id", "available", "updated_at", "recorded_at")
+    search_fields = ("inventory_item_id", "location_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

@@ -1,4 +1,4 @@
-"""App configuration."""
+"""App configuration: loads the topic handlers so the registry is complete in every process."""
 
 from django.apps import AppConfig
 
@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class AutomationConfig(AppConfig):
     name = "automation"
     verbose_name = "Elbkerzen Automation"
+
+    def ready(self) -> None:
+        from . import inventory  # noqa: F401  (registers inventory_levels/update)

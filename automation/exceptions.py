@@ -35,3 +35,15 @@ class InvalidPayload(Exception):
 
 class PermanentError(Exception):
     """A failure retrying cannot fix: the delivery goes `dead` at once, with an alert."""
+
+
+class TransientAdsError(Exception):
+    """A Google Ads failure worth retrying (server hiccup, short-term rate limit)."""
+
+    def __init__(self, message: str, *, retry_delay: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_delay = retry_delay  # the server's suggested wait in seconds, if any
+
+
+class PermanentAdsError(PermanentError):
+    """A Google Ads failure retrying cannot fix (authentication, permission, unknown ad group)."""

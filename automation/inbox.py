@@ -113,6 +113,7 @@ def enqueue_delivery(delivery_id: int) -> bool:
             delivery_id,
             job_id=job_id_for(delivery_id),
             retry=Retry(max=len(intervals), interval=intervals),
+            job_timeout=settings.DELIVERY_JOB_TIMEOUT,
             description=f"process delivery {delivery_id}",
         )
     except RedisError as err:
@@ -135,7 +136,7 @@ def _job_is_alive(delivery_id: int) -> bool:
 def sweep() -> int:
     """Enqueue deliveries left `received` (Redis was down, or a worker died mid-job)."""
     now = timezone.now()
-    stuck_before = now - timedelta(seconds=settings.RQ_QUEUES["default"]["DEFAULT_TIMEOUT"] * 2)
+    stuck_before = now - timedelta(seconds=settings.DELIVERY_JOB_TIMEOUT * 2)
     Delivery.objects.filter(
         status=Status.PROCESSING, processing_started_at__lt=stuck_before
     ).update(status=Status.RECEIVED)

@@ -116,6 +116,18 @@ DELIVERY_RETRY_INTERVALS = env.list(
 DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
+# --- Google Ads -------------------------------------------------------------------------------
+# `dryrun` records what would be sent; `google` calls the API with the client's own GOOGLE_ADS_*
+# variables (or GOOGLE_ADS_CONFIGURATION_FILE_PATH), login_customer_id included.
+ADS_BACKEND = env.str("ADS_BACKEND", default="dryrun")
+GOOGLE_ADS_CUSTOMER_ID = env.str("GOOGLE_ADS_CUSTOMER_ID", default="").replace("-", "")
+ADS_CALL_TIMEOUT = env.float("ADS_CALL_TIMEOUT", default=20.0)
+ADS_RETRIES = env.int("ADS_RETRIES", default=4)
+ADS_BACKOFF_BASE = env.float("ADS_BACKOFF_BASE", default=2.0)
+ADS_BACKOFF_CAP = env.float("ADS_BACKOFF_CAP", default=30.0)
+# A delivery job may run this long; covers the Ads retries above (at most 30 s of waiting).
+DELIVERY_JOB_TIMEOUT = env.int("DELIVERY_JOB_TIMEOUT", default=90)
+
 # --- E-mail ---------------------------------------------------------------------------------
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="automation@elbkerzen.example")

@@ -6,8 +6,12 @@ from django.db import connection
 from redis import Redis
 from rq import SimpleWorker
 
-from automation import inbox
+from automation import ads, inbox
 from automation.queues import default_queue, redis_client
+from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
+
+# gRPC reads its TLS trust roots once, at the first channel: trust the stand-in's cert first.
+trust_standin_cert()
 
 
 def _assert_test_redis(client: Redis) -> None:
@@ -69,3 +73,24 @@ def handler():
 def requires_postgres(db):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+
+
+@pytest.fixture(scope="session")
+def ads_standin():
+    """A local gRPC server speaking Google Ads' AdGroupService, one per test session."""
+    with AdsStandIn() as standin:
+        yield standin
+
+
+@pytest.fixture
+def google_ads(ads_standin, settings, monkeypatch):
+    """The `google` Ads backend with the real GoogleAdsClient aimed at the stand-in."""
+    ads_standin.requests.clear()
+    ads_standin.script([])
+    ads_standin._per_ad_group.clear()
+    settings.ADS_BACKEND = "google"
+    settings.ADS_BACKOFF_BASE = 0.001
+    settings.ADS_BACKOFF_CAP = 0.01
+    client = make_test_client(ads_standin)
+    monkeypatch.setattr(ads, "google_client", lambda: client)
+    return ads_standin

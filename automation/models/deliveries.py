@@ -1,4 +1,4 @@
-"""Durable state: every webhook delivery as received, and what became of it."""
+"""Every webhook delivery as received, and what became of it."""
 
 from django.db import models
 from django.db.models import Q

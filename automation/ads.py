@@ -1,0 +1,85 @@
+"""Ad group status changes through the backend chosen by ADS_BACKEND, each one logged.
+
+`dryrun` records what would be sent, so the product runs without credentials; `google` calls
+the Google Ads API through `adapters.google_ads`, retrying transient errors inside the job.
+"""
+
+import functools
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
+
+from .exceptions import PermanentAdsError, TransientAdsError
+from .models import AdGroupAction, Delivery
+
+logger = logging.getLogger(__name__)
+
+Result = AdGroupAction.Result
+
+
+@functools.cache
+def google_client() -> Any:
+    """One GoogleAdsClient per process (building it refreshes OAuth; failures are not cached)."""
+    from .adapters import google_ads
+
+    return google_ads.build_client()
+
+
+def send_status(customer_id: str, ad_group_id: str, status: str) -> str:
+    """Set one ad group's status; returns the result to log (`applied` or `dry_run`)."""
+    backend = settings.ADS_BACKEND
+    if backend == "dryrun":
+        logger.info("dry run: ad group %s/%s → %s", customer_id, ad_group_id, status)
+        return Result.DRY_RUN
+    if backend == "google":
+        from .adapters import google_ads
+
+        google_ads.set_ad_group_status_with_retry(
+            customer_id,
+            ad_group_id,
+            status,
+            retries=settings.ADS_RETRIES,
+            base=settings.ADS_BACKOFF_BASE,
+            cap=settings.ADS_BACKOFF_CAP,
+            timeout=settings.ADS_CALL_TIMEOUT,
+            client=google_client(),
+        )
+        return Result.APPLIED
+    raise ImproperlyConfigured(f"ADS_BACKEND must be 'dryrun' or 'google', not {backend!r}")
+
+
+def apply_status(
+    *,
+    customer_id: str,
+    ad_group_id: str,
+    status: str,
+    reason: str,
+    source: str,
+    delivery: Delivery | None = None,
+) -> AdGroupAction:
+    """Send a status change and log it; a failure is logged too, then re-raised."""
+    requested_at = timezone.now()
+    fields = {
+        "customer_id": customer_id,
+        "ad_group_id": ad_group_id,
+        "desired_status": status,
+        "reason": reason[:500],
+        "source": source,
+        "delivery": delivery,
+        "requested_at": requested_at,
+    }
+    if not customer_id:
+        err = PermanentAdsError(
+            "no Google Ads customer id: set GOOGLE_ADS_CUSTOMER_ID or the item's"
+        )
+        AdGroupAction.objects.create(**fields, result=Result.FAILED, error=str(err))
+        raise err
+    try:
+        result = send_status(customer_id, ad_group_id, status)
+    except (TransientAdsError, PermanentAdsError) as err:
+        AdGroupAction.objects.create(**fields, result=Result.FAILED, error=str(err)[:2000])
+        raise
+    return AdGroupAction.objects.create(**fields, result=result, applied_at=timezone.now())

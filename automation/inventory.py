@@ -1,0 +1,159 @@
+"""Stock levels with a stale guard, and the pause/enable decision for watched ad groups."""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from . import ads
+from .exceptions import InvalidPayload, PermanentAdsError, TransientAdsError
+from .inbox import Outcome, handles
+from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
+from .sources import parse_timestamp
+
+Status = Delivery.Status
+_BIGINT = 2**63 - 1
+_INT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class LevelUpdate:
+    """One location's stock at a moment, as Shopify reported it."""
+
+    inventory_item_id: int
+    location_id: int
+    available: int | None
+    updated_at: datetime
+
+
+def parse_level(payload: object) -> LevelUpdate:
+    """Validate an `inventory_levels/update` body; anything unusable raises InvalidPayload."""
+    if not isinstance(payload, dict):
+        raise InvalidPayload("body is not a JSON object")
+    item = _positive_int(payload, "inventory_item_id", _BIGINT)
+    location = _positive_int(payload, "location_id", _BIGINT)
+    available = payload.get("available", "missing")
+    if available is not None and (type(available) is not int or not -_INT <= available <= _INT):
+        raise InvalidPayload("available must be an integer or null")
+    updated_at = payload.get("updated_at")
+    parsed = parse_timestamp(updated_at) if isinstance(updated_at, str) else None
+    if parsed is None:
+        raise InvalidPayload("updated_at must be an ISO 8601 timestamp with offset")
+    return LevelUpdate(item, location, available, parsed)
+
+
+def _positive_int(payload: dict, key: str, limit: int) -> int:
+    value = payload.get(key)
+    if type(value) is not int or not 0 < value <= limit:
+        raise InvalidPayload(f"{key} must be a positive integer")
+    return value
+
+
+def store_level(update: LevelUpdate) -> bool:
+    """Write the level unless a later one is stored; True when written.
+
+    One conditional upsert decides, atomically in the database: a row for (item, location) is
+    inserted, or updated only when its stored `updated_at` is not later than the new one. An
+    equal timestamp passes on purpose, so the retry of a message whose Ads call failed is not
+    mistaken for a stale one.
+    """
+    table = connection.ops.quote_name(StockLevel._meta.db_table)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {table} (inventory_item_id, location_id, available, updated_at, recorded_at)
+            VALUES (%s, %s, %s, %s, %s)
+            ON CONFLICT (inventory_item_id, location_id) DO UPDATE
+            SET available = EXCLUDED.available,
+                updated_at = EXCLUDED.updated_at,
+                recorded_at = EXCLUDED.recorded_at
+            WHERE {table}.updated_at <= EXCLUDED.updated_at
+            """,  # noqa: S608  (identifiers from the model, values as parameters)
+            [
+                update.inventory_item_id,
+                update.location_id,
+                update.available,
+                adapt(update.updated_at),
+                adapt(timezone.now()),
+            ],
+        )
+        return cursor.rowcount > 0
+
+
+def total_available(inventory_item_id: int) -> int:
+    """Sum of the newest known `available` over the item's locations (untracked ones count 0)."""
+    total = StockLevel.objects.filter(inventory_item_id=inventory_item_id).aggregate(
+        total=Sum("available")
+    )["total"]
+    return total or 0
+
+
+def desired_status(total: int, pause_at: int) -> str:
+    """Paused at or below the threshold, enabled above it."""
+    return AdGroupAction.Status.PAUSED if total <= pause_at else AdGroupAction.Status.ENABLED
+
+
+def apply_level(update: LevelUpdate, *, source: str, delivery: Delivery | None = None) -> Outcome:
+    """Store a level through the guard and set every watched ad group of the item accordingly.
+
+    The item's watched rows stay locked from the guard to the last Ads call, so concurrent
+    messages for one item take turns: the last to run sees the newest levels, and its Ads call
+    is the last one. Ads errors are collected per ad group and raised after the level commits;
+    the retry passes the guard with its equal timestamp and sets the statuses again.
+    """
+    errors: list[Exception] = []
+    with transaction.atomic():
+        rows = list(
+            WatchedItem.objects.select_for_update()
+            .filter(inventory_item_id=update.inventory_item_id, enabled=True)
+            .order_by("pk")
+        )
+        if not rows:
+            return Outcome(Status.IGNORED, f"inventory item {update.inventory_item_id} not watched")
+        if not store_level(update):
+            return Outcome(
+                Status.STALE,
+                f"a newer level is stored for location {update.location_id}; "
+                f"this one is from {update.updated_at.isoformat()}",
+            )
+        if update.available is None:
+            return Outcome(
+                Status.IGNORED, "stock not tracked (available is null): stored, no action"
+            )
+        total = total_available(update.inventory_item_id)
+        for row in rows:
+            status = desired_status(total, row.pause_at)
+            comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
+            try:
+                ads.apply_status(
+                    customer_id=row.customer_id,
+                    ad_group_id=row.ad_group_id,
+                    status=status,
+                    reason=f"{row.label}: {total} available {comparison} {row.pause_at}",
+                    source=source,
+                    delivery=delivery,
+                )
+            except (TransientAdsError, PermanentAdsError) as err:
+                errors.append(err)
+    if errors:
+        raise _combined(errors)
+    return Outcome(Status.DONE, f"total available {total}")
+
+
+def _combined(errors: list[Exception]) -> Exception:
+    """Transient if any is transient (a retry may fix it), otherwise permanent."""
+    message = "; ".join(str(err) for err in errors)
+    if any(isinstance(err, TransientAdsError) for err in errors):
+        return TransientAdsError(message)
+    return errors[0] if len(errors) == 1 else PermanentAdsError(message)
+
+
+@handles("shopify", "inventory_levels/update")
+def handle_inventory_level(delivery: Delivery) -> Outcome:
+    """Shopify's `inventory_levels/update`: one location's new stock for one item."""
+    update = parse_level(json.loads(bytes(delivery.body)))
+    return apply_level(update, source=AdGroupAction.Source.WEBHOOK, delivery=delivery)

@@ -1,0 +1,260 @@
+"""Local TLS gRPC stand-in for AdGroupService so tests use the real GoogleAdsClient offline."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import tempfile
+import threading
+import time
+from collections import deque
+from concurrent import futures
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Self
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from google.ads.googleads.client import GoogleAdsClient
+from google.oauth2.credentials import Credentials
+from google.protobuf import duration_pb2
+
+from automation.adapters.google_ads import API_VERSION
+
+ads_errors = import_module(f"google.ads.googleads.{API_VERSION}.errors.types.errors")
+ad_group_service = import_module(
+    f"google.ads.googleads.{API_VERSION}.services.types.ad_group_service"
+)
+
+SERVICE = f"google.ads.googleads.{API_VERSION}.services.AdGroupService"
+FAILURE_KEY = f"google.ads.googleads.{API_VERSION}.errors.googleadsfailure-bin"
+DEVELOPER_TOKEN = "devtok"
+LOGIN_CUSTOMER_ID = "1234567890"
+
+_TLS_LOCK = threading.Lock()
+_TLS: tuple[bytes, bytes] | None = None
+
+_Request = ad_group_service.MutateAdGroupsRequest.pb()
+_Response = ad_group_service.MutateAdGroupsResponse.pb()
+
+
+def _tls_material() -> tuple[bytes, bytes]:
+    """Create one self-signed cert per process: gRPC reads its default roots only once."""
+    global _TLS
+    with _TLS_LOCK:
+        if _TLS is None:
+            key = ec.generate_private_key(ec.SECP256R1())
+            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+            now = datetime.datetime.now(datetime.UTC)
+            cert = (
+                x509.CertificateBuilder()
+                .subject_name(name)
+                .issuer_name(name)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(minutes=5))
+                .not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(
+                    x509.SubjectAlternativeName(
+                        [
+                            x509.DNSName("localhost"),
+                            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                        ]
+                    ),
+                    critical=False,
+                )
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .sign(key, hashes.SHA256())
+            )
+            cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+            key_pem = key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            fd, path = tempfile.mkstemp(prefix="ads-standin-", suffix=".pem")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(cert_pem)
+            # Must happen before the process creates its first TLS channel.
+            os.environ["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = path
+            _TLS = (key_pem, cert_pem)
+        return _TLS
+
+
+def trust_standin_cert() -> None:
+    """Call early (e.g. conftest import) so the stand-in's cert becomes gRPC's trust root."""
+    _tls_material()
+
+
+def _failure(
+    kind: str, code: str, message: str, retry_delay: float | None = None
+) -> ads_errors.GoogleAdsFailure:
+    """Build a GoogleAdsFailure like the real API sends in trailing metadata."""
+    error = ads_errors.GoogleAdsError(message=message)
+    enum_field = type(error.error_code).pb(error.error_code).DESCRIPTOR.fields_by_name[kind]
+    setattr(error.error_code, kind, enum_field.enum_type.values_by_name[code].number)
+    if retry_delay is not None:
+        error.details.quota_error_details.retry_delay = duration_pb2.Duration(
+            seconds=int(retry_delay)
+        )
+    return ads_errors.GoogleAdsFailure(errors=[error])
+
+
+# behaviour name -> (gRPC status, error kind, enum name, message)
+BEHAVIOURS: dict[str, tuple[grpc.StatusCode, str, str, str]] = {
+    "transient": (
+        grpc.StatusCode.UNAVAILABLE,
+        "internal_error",
+        "TRANSIENT_ERROR",
+        "The service is temporarily unavailable.",
+    ),
+    "internal": (
+        grpc.StatusCode.INTERNAL,
+        "internal_error",
+        "INTERNAL_ERROR",
+        "An internal error has occurred.",
+    ),
+    "permanent": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "mutate_error",
+        "RESOURCE_NOT_FOUND",
+        "Resource was not found.",
+    ),
+    "denied": (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "authorization_error",
+        "USER_PERMISSION_DENIED",
+        "User doesn't have permission to access customer.",
+    ),
+    "rate_limited": (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "quota_error",
+        "RESOURCE_TEMPORARILY_EXHAUSTED",
+        "Too many requests. Retry in 7 seconds.",
+    ),
+    "daily_quota": (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "quota_error",
+        "RESOURCE_EXHAUSTED",
+        "Too many requests. Daily operation quota exhausted.",
+    ),
+}
+
+
+@dataclass
+class RecordedCall:
+    """One captured call so tests can assert on exactly what the client sent."""
+
+    request: Any  # raw MutateAdGroupsRequest protobuf
+    metadata: dict[str, str | bytes] = field(default_factory=dict)
+
+
+class AdsStandIn:
+    """Scriptable fake AdGroupService.MutateAdGroups served over TLS on 127.0.0.1."""
+
+    def __init__(self, retry_delay: float = 7.0) -> None:
+        """Prepare state; the server starts on __enter__."""
+        self.requests: list[RecordedCall] = []
+        self.port = 0
+        self.retry_delay = retry_delay
+        self.slow_seconds = 1.0
+        self._script: deque[str] = deque()
+        self._default = "ok"
+        self._per_ad_group: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._server: grpc.Server | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """Host:port to pass as the client's endpoint setting."""
+        return f"127.0.0.1:{self.port}"
+
+    def script(self, behaviours: list[str], default: str = "ok") -> None:
+        """Queue behaviours for the next calls; `default` applies once the queue is empty."""
+        with self._lock:
+            self._script = deque(behaviours)
+            self._default = default
+
+    def always(self, ad_group_id: str, behaviour: str = "permanent") -> None:
+        """Make every call touching this ad group behave the same (e.g. unknown ad group)."""
+        with self._lock:
+            self._per_ad_group[ad_group_id] = behaviour
+
+    def _next_behaviour(self, request: Any) -> str:
+        """Pick the per-ad-group rule first, then the scripted queue, then the default."""
+        with self._lock:
+            for op in request.operations:
+                ad_group_id = op.update.resource_name.rsplit("/", 1)[-1]
+                if ad_group_id in self._per_ad_group:
+                    return self._per_ad_group[ad_group_id]
+            return self._script.popleft() if self._script else self._default
+
+    def _mutate(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """Record the request, then answer as scripted."""
+        metadata = {md.key: md.value for md in context.invocation_metadata()}
+        with self._lock:
+            self.requests.append(RecordedCall(request=request, metadata=metadata))
+        behaviour = self._next_behaviour(request)
+        if behaviour == "slow":
+            time.sleep(self.slow_seconds)
+            behaviour = "ok"
+        if behaviour == "bare_unavailable":
+            context.abort(grpc.StatusCode.UNAVAILABLE, "Service unavailable (no failure details).")
+        if behaviour == "ok":
+            response = _Response()
+            for op in request.operations:
+                response.results.add(resource_name=op.update.resource_name)
+            return response
+        status, kind, code, message = BEHAVIOURS[behaviour]
+        delay = self.retry_delay if code == "RESOURCE_TEMPORARILY_EXHAUSTED" else None
+        failure = _failure(kind, code, message, delay)
+        context.set_trailing_metadata(
+            (
+                (FAILURE_KEY, ads_errors.GoogleAdsFailure.serialize(failure)),
+                ("request-id", f"standin-{len(self.requests)}"),
+            )
+        )
+        context.abort(status, message)
+
+    def __enter__(self) -> Self:
+        """Start the TLS server on an ephemeral port."""
+        key_pem, cert_pem = _tls_material()
+        handler = grpc.method_handlers_generic_handler(
+            SERVICE,
+            {
+                "MutateAdGroups": grpc.unary_unary_rpc_method_handler(
+                    self._mutate,
+                    request_deserializer=_Request.FromString,
+                    response_serializer=_Response.SerializeToString,
+                )
+            },
+        )
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self._server.add_generic_rpc_handlers((handler,))
+        creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
+        self.port = self._server.add_secure_port("127.0.0.1:0", creds)
+        self._server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop the server immediately."""
+        if self._server is not None:
+            self._server.stop(grace=None)
+            self._server = None
+
+
+def make_test_client(standin: AdsStandIn) -> GoogleAdsClient:
+    """Build the real GoogleAdsClient, offline, pointed at the stand-in."""
+    _tls_material()
+    return GoogleAdsClient(
+        credentials=Credentials(token="x"),
+        developer_token=DEVELOPER_TOKEN,
+        login_customer_id=LOGIN_CUSTOMER_ID,
+        use_proto_plus=True,
+        endpoint=standin.endpoint,
+        version=API_VERSION,
+    )
