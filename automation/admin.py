@@ -5,11 +5,25 @@ import json
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.html import format_html
 
 from . import inbox, inventory
-from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
+from .models import (
+    AdGroupAction,
+    CheckoutState,
+    Claim,
+    DataRequest,
+    Delivery,
+    MarginRule,
+    ReminderDecision,
+    ReminderSettings,
+    StockLevel,
+    SuppressedAddress,
+    WatchedItem,
+)
+from .privacy import mask_email
 
 
 @admin.register(Delivery)
@@ -158,3 +172,116 @@ class StockLevelAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+
+@admin.register(ReminderSettings)
+class ReminderSettingsAdmin(admin.ModelAdmin):
+    """One row; the list view goes straight to it and warns when discounts cannot be sent."""
+
+    fieldsets = (
+        ("When", {"fields": ("reminder_delay_minutes", "frequency_cap_days")}),
+        (
+            "Expected value",
+            {"fields": ("p0", "p_plain", "p_discount", "default_margin_rate")},
+        ),
+        ("Discount", {"fields": ("discount_code", "discount_rate", "discount_cooldown_days")}),
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not ReminderSettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        config = ReminderSettings.load()
+        return redirect("admin:automation_remindersettings_change", config.pk)
+
+    def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
+        config = ReminderSettings.load()
+        if not config.discount_code.strip():
+            self.message_user(
+                request,
+                "No discount code configured: reminders are sent without a discount until you "
+                "enter one.",
+                messages.WARNING,
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+@admin.register(MarginRule)
+class MarginRuleAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "rate", "variant_id", "product_id", "sku", "vendor", "note")
+    list_editable = ("rate",)
+    search_fields = ("sku", "vendor", "note")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records the merchant reads but never edits."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(ReminderDecision)
+class ReminderDecisionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "decided_at",
+        "masked_email",
+        "arm",
+        "reason",
+        "margin",
+        "delta_plain",
+        "delta_discount",
+        "sent_at",
+    )
+    list_filter = ("arm", ("sent_at", admin.EmptyFieldListFilter))
+    search_fields = ("email", "checkout__token")
+    date_hierarchy = "decided_at"
+    list_select_related = ("checkout",)
+
+    @admin.display(description="e-mail")
+    def masked_email(self, obj: ReminderDecision) -> str:
+        return mask_email(obj.email)
+
+
+@admin.register(CheckoutState)
+class CheckoutStateAdmin(ReadOnlyAdmin):
+    list_display = (
+        "token",
+        "source",
+        "masked_email",
+        "accepts_marketing",
+        "total_price",
+        "currency",
+        "updated_at",
+        "completed_at",
+    )
+    list_filter = ("source", "accepts_marketing", ("completed_at", admin.EmptyFieldListFilter))
+    search_fields = ("token", "email")
+
+    @admin.display(description="e-mail")
+    def masked_email(self, obj: CheckoutState) -> str:
+        return mask_email(obj.email)
+
+
+@admin.register(Claim)
+class ClaimAdmin(ReadOnlyAdmin):
+    list_display = ("key", "created_at", "expires_at")
+    search_fields = ("key",)
+
+
+@admin.register(SuppressedAddress)
+class SuppressedAddressAdmin(admin.ModelAdmin):
+    list_display = ("email", "reason", "created_at")
+    search_fields = ("email",)
+
+
+@admin.register(DataRequest)
+class DataRequestAdmin(admin.ModelAdmin):
+    list_display = ("received_at", "customer_email", "customer_id", "shop_domain", "handled")
+    list_editable = ("handled",)
+    readonly_fields = ("shop_domain", "customer_email", "customer_id", "orders_requested")

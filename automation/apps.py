@@ -8,4 +8,4 @@ class AutomationConfig(AppConfig):
     verbose_name = "Elbkerzen Automation"
 
     def ready(self) -> None:
-        from . import inventory  # noqa: F401  (registers inventory_levels/update)
+        from . import checkouts, inventory, privacy  # noqa: F401  (register topic handlers)

@@ -128,6 +128,12 @@ ADS_BACKOFF_CAP = env.float("ADS_BACKOFF_CAP", default=30.0)
 # A delivery job may run this long; covers the Ads retries above (at most 30 s of waiting).
 DELIVERY_JOB_TIMEOUT = env.int("DELIVERY_JOB_TIMEOUT", default=90)
 
+# --- Abandoned checkout reminders ------------------------------------------------------------
+# Delay, frequency cap and the decision's probabilities live in the admin (ReminderSettings).
+SHOP_NAME = env.str("SHOP_NAME", default="Elbkerzen")
+# Waits between attempts of a reminder evaluation whose mail could not be sent.
+REMINDER_RETRY_INTERVALS = env.list("REMINDER_RETRY_INTERVALS", cast=int, default=[60, 300, 900])
+
 # --- E-mail ---------------------------------------------------------------------------------
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="automation@elbkerzen.example")

@@ -1,7 +1,28 @@
 """Models, one module per concept."""
 
 from .ads import AdGroupAction
+from .checkouts import (
+    CheckoutState,
+    Claim,
+    DataRequest,
+    MarginRule,
+    ReminderDecision,
+    ReminderSettings,
+    SuppressedAddress,
+)
 from .deliveries import Delivery
 from .inventory import StockLevel, WatchedItem
 
-__all__ = ["AdGroupAction", "Delivery", "StockLevel", "WatchedItem"]
+__all__ = [
+    "AdGroupAction",
+    "CheckoutState",
+    "Claim",
+    "DataRequest",
+    "Delivery",
+    "MarginRule",
+    "ReminderDecision",
+    "ReminderSettings",
+    "StockLevel",
+    "SuppressedAddress",
+    "WatchedItem",
+]

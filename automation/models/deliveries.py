@@ -49,6 +49,12 @@ class Delivery(models.Model):
     last_error = models.TextField(blank=True)
     processing_started_at = models.DateTimeField(null=True, blank=True)
     processed_at = models.DateTimeField(null=True, blank=True)
+    customer_ref = models.CharField(
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text="Pseudonym of the customer's e-mail, so a redaction request finds the body.",
+    )
     duplicate_count = models.PositiveIntegerField(
         default=0, help_text="How often the sender delivered this same message again."
     )

@@ -1,0 +1,504 @@
+"""Abandoned checkouts: newest state wins, consent first, expected value decides, one reminder.
+
+A reminder is evaluated REMINDER_DELAY after a checkout's last update (RQ's scheduler); the
+evaluation exits quietly when the checkout changed since, so a checkout that keeps changing is
+evaluated once, after it settles. A claim per checkout and one per address make the mail go
+out at most once, whatever repeats or crashes: we prefer a missing reminder to two.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from rq import Retry
+
+from . import claims, reminder_mail
+from .decisions import Basket, Line, MarginRule, Probabilities, ReminderChoice, choose_reminder
+from .exceptions import InvalidPayload
+from .inbox import Outcome, handles
+from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
+from .models import MarginRule as MarginRuleRow
+from .privacy import email_ref, mask_email
+from .queues import default_queue
+from .sources import parse_timestamp
+
+logger = logging.getLogger(__name__)
+
+Status = Delivery.Status
+Arm = ReminderDecision.Arm
+CHECKOUT_CLAIM_TTL = timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class CheckoutVersion:
+    """One version of a checkout as a sender described it, validated."""
+
+    source: str
+    token: str
+    updated_at: datetime
+    shop_domain: str = ""
+    email: str = ""
+    first_name: str = ""
+    accepts_marketing: bool = False
+    completed_at: datetime | None = None
+    recovery_url: str = ""
+    total_price: Decimal = Decimal(0)
+    currency: str = ""
+    line_items: list[dict] = field(default_factory=list)
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def _text(value: object, name: str, limit: int, *, required: bool = False) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidPayload(f"{name} must be a{' non-empty' if required else ''} string")
+    if len(value) > limit:
+        raise InvalidPayload(f"{name} is longer than {limit} characters")
+    return value.strip()
+
+
+def _amount(value: object, name: str) -> Decimal:
+    if type(value) not in (str, int):
+        raise InvalidPayload(f"{name} must be a decimal string")
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        raise InvalidPayload(f"{name} must be a decimal string") from None
+    if not amount.is_finite() or not 0 <= amount < Decimal("1e10"):
+        raise InvalidPayload(f"{name} must be a non-negative amount")
+    return amount.quantize(Decimal("0.01"))
+
+
+def _optional_id(value: object) -> int | None:
+    return value if type(value) is int and 0 < value < 2**63 else None
+
+
+def _timestamp(value: object, name: str, *, required: bool) -> datetime | None:
+    if value is None and not required:
+        return None
+    parsed = parse_timestamp(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise InvalidPayload(f"{name} must be an ISO 8601 timestamp with offset")
+    return parsed
+
+
+def _line(raw: object) -> dict:
+    if not isinstance(raw, dict):
+        raise InvalidPayload("line_items must be objects")
+    quantity = raw.get("quantity")
+    if type(quantity) is not int or not 0 <= quantity < 100_000:
+        raise InvalidPayload("line item quantity must be a non-negative integer")
+    return {
+        "title": _text(raw.get("title"), "line item title", 500),
+        "product_id": _optional_id(raw.get("product_id")),
+        "variant_id": _optional_id(raw.get("variant_id")),
+        "sku": _text(raw.get("sku"), "line item sku", 100),
+        "vendor": _text(raw.get("vendor"), "line item vendor", 100),
+        "quantity": quantity,
+        "price": str(_amount(raw.get("price"), "line item price")),
+    }
+
+
+def parse_shopify_checkout(payload: object, shop_domain: str) -> CheckoutVersion:
+    """Validate a `checkouts/create|update` body; anything unusable raises InvalidPayload."""
+    if not isinstance(payload, dict):
+        raise InvalidPayload("body is not a JSON object")
+    lines = payload.get("line_items") or []
+    if not isinstance(lines, list):
+        raise InvalidPayload("line_items must be a list")
+    consent = payload.get("buyer_accepts_marketing", False)
+    if not isinstance(consent, bool):
+        raise InvalidPayload("buyer_accepts_marketing must be true or false")
+    customer = payload.get("customer") if isinstance(payload.get("customer"), dict) else {}
+    billing = payload.get("billing_address")
+    billing = billing if isinstance(billing, dict) else {}
+    first_name = customer.get("first_name") or billing.get("first_name")
+    return CheckoutVersion(
+        source=CheckoutState.Source.SHOPIFY,
+        token=_text(payload.get("token"), "token", 255, required=True),
+        updated_at=_timestamp(payload.get("updated_at"), "updated_at", required=True),
+        shop_domain=shop_domain,
+        email=_text(payload.get("email"), "email", 254),
+        first_name=first_name.strip()[:100] if isinstance(first_name, str) else "",
+        accepts_marketing=consent,
+        completed_at=_timestamp(payload.get("completed_at"), "completed_at", required=False),
+        recovery_url=_text(payload.get("abandoned_checkout_url"), "abandoned_checkout_url", 2000),
+        total_price=_amount(payload.get("total_price", "0"), "total_price"),
+        currency=_text(payload.get("currency"), "currency", 3).upper(),
+        line_items=[_line(raw) for raw in lines[:500]],
+    )
+
+
+def _dig(payload: dict, *keys: str) -> object:
+    for key in keys:
+        if not isinstance(payload, dict):
+            return None
+        payload = payload.get(key)
+    return payload
+
+
+def parse_stripe_session(event: object) -> CheckoutVersion:
+    """Validate a Stripe `checkout.session.*` event; consent is `consent.promotions == opt_in`."""
+    if not isinstance(event, dict):
+        raise InvalidPayload("event is not a JSON object")
+    session = _dig(event, "data", "object")
+    created = event.get("created")
+    if not isinstance(session, dict):
+        raise InvalidPayload("event has no data.object")
+    if type(created) is not int or not 0 < created < 2**40:
+        raise InvalidPayload("event has no valid created timestamp")
+    amount = session.get("amount_total") or 0
+    if type(amount) is not int or not 0 <= amount < 10**12:
+        raise InvalidPayload("amount_total must be a non-negative integer (cents)")
+    completed = session.get("status") == "complete"
+    return CheckoutVersion(
+        source=CheckoutState.Source.STRIPE,
+        token=_text(session.get("id"), "session id", 255, required=True),
+        updated_at=datetime.fromtimestamp(created, tz=UTC),
+        email=_text(_dig(session, "customer_details", "email"), "customer email", 254),
+        first_name="",
+        accepts_marketing=_dig(session, "consent", "promotions") == "opt_in",
+        completed_at=datetime.fromtimestamp(created, tz=UTC) if completed else None,
+        recovery_url=_text(
+            _dig(session, "after_expiration", "recovery", "url"), "recovery url", 2000
+        ),
+        total_price=(Decimal(amount) / 100).quantize(Decimal("0.01")),
+        currency=_text(session.get("currency"), "currency", 3).upper(),
+    )
+
+
+# --- the stale guard ---------------------------------------------------------------------
+
+
+def store_checkout(version: CheckoutVersion) -> CheckoutState | None:
+    """Write the version unless a later one is stored; None when it is stale.
+
+    A conditional UPDATE whose row count decides, and an INSERT the unique key protects; a
+    stored completion is kept (a completed checkout never becomes open again).
+    """
+    fields = {
+        "shop_domain": version.shop_domain,
+        "email": version.email,
+        "first_name": version.first_name,
+        "accepts_marketing": version.accepts_marketing,
+        "updated_at": version.updated_at,
+        "recovery_url": version.recovery_url,
+        "total_price": version.total_price,
+        "currency": version.currency,
+        "line_items": version.line_items,
+    }
+    same = CheckoutState.objects.filter(source=version.source, token=version.token)
+
+    def update() -> int:
+        return same.filter(updated_at__lte=version.updated_at).update(
+            **fields, completed_at=Coalesce(F("completed_at"), Value(version.completed_at))
+        )
+
+    if not update():
+        try:
+            with transaction.atomic():
+                CheckoutState.objects.create(
+                    source=version.source,
+                    token=version.token,
+                    completed_at=version.completed_at,
+                    **fields,
+                )
+        except IntegrityError:
+            if not update():
+                return None
+    return same.get()
+
+
+def mark_completed(source: str, token: str, when: datetime, shop_domain: str = "") -> bool:
+    """Record a purchase; creates a completed placeholder if the checkout is not known yet."""
+    same = CheckoutState.objects.filter(source=source, token=token)
+    if same.filter(completed_at__isnull=True).update(completed_at=when):
+        return True
+    if same.exists():
+        return False
+    try:
+        with transaction.atomic():
+            CheckoutState.objects.create(
+                source=source,
+                token=token,
+                shop_domain=shop_domain,
+                updated_at=when,
+                completed_at=when,
+            )
+    except IntegrityError:
+        return bool(same.filter(completed_at__isnull=True).update(completed_at=when))
+    return True
+
+
+# --- scheduling ----------------------------------------------------------------------------
+
+
+def _job_id(checkout: CheckoutState) -> str:
+    """One evaluation job per checkout version: repeated messages schedule it only once."""
+    version = int(checkout.updated_at.timestamp() * 1_000_000)
+    return f"reminder-{checkout.pk}-{version}"
+
+
+def reminder_due_at(checkout: CheckoutState, config: ReminderSettings) -> datetime:
+    """When the reminder for this version is evaluated."""
+    return checkout.updated_at + timedelta(minutes=config.reminder_delay_minutes)
+
+
+def schedule_evaluation(checkout: CheckoutState, *, at: datetime | None = None) -> datetime:
+    """Ask RQ's scheduler to evaluate this version at `at` (default: when it is due)."""
+    from .jobs import evaluate_checkout
+
+    due = at or reminder_due_at(checkout, ReminderSettings.load())
+    intervals = list(settings.REMINDER_RETRY_INTERVALS)
+    default_queue().enqueue_at(
+        due,
+        evaluate_checkout,
+        checkout.pk,
+        checkout.updated_at.isoformat(),
+        job_id=_job_id(checkout),
+        retry=Retry(max=len(intervals), interval=intervals),
+        description=f"evaluate reminder for checkout {checkout.pk}",
+    )
+    return due
+
+
+# --- handlers ------------------------------------------------------------------------------
+
+
+def _body(delivery: Delivery) -> object:
+    return json.loads(bytes(delivery.body))
+
+
+def _remember_customer(delivery: Delivery, email: str) -> None:
+    if email:
+        Delivery.objects.filter(pk=delivery.pk).update(customer_ref=email_ref(email))
+
+
+@handles("shopify", "checkouts/create", "checkouts/update")
+def handle_shopify_checkout(delivery: Delivery) -> Outcome:
+    """Store the newest checkout version and schedule its evaluation."""
+    version = parse_shopify_checkout(_body(delivery), delivery.shop_domain)
+    _remember_customer(delivery, version.email)
+    checkout = store_checkout(version)
+    if checkout is None:
+        return Outcome(Status.STALE, "a newer version of this checkout is stored")
+    if checkout.completed_at:
+        return Outcome(Status.DONE, "checkout completed: no reminder")
+    due = schedule_evaluation(checkout)
+    return Outcome(Status.DONE, f"reminder evaluation scheduled for {due.isoformat()}")
+
+
+@handles("shopify", "orders/create")
+def handle_order(delivery: Delivery) -> Outcome:
+    """An order for a checkout completes it: no reminder after that."""
+    payload = _body(delivery)
+    token = payload.get("checkout_token") if isinstance(payload, dict) else None
+    if not isinstance(token, str) or not token.strip():
+        return Outcome(Status.IGNORED, "order without checkout_token")
+    when = _timestamp(payload.get("created_at"), "created_at", required=False) or timezone.now()
+    mark_completed(CheckoutState.Source.SHOPIFY, token.strip()[:255], when, delivery.shop_domain)
+    return Outcome(Status.DONE, "checkout marked completed")
+
+
+@handles("stripe", "checkout.session.expired")
+def handle_stripe_expired(delivery: Delivery) -> Outcome:
+    """Stripe reports expiry late already: evaluate at once."""
+    version = parse_stripe_session(_body(delivery))
+    _remember_customer(delivery, version.email)
+    checkout = store_checkout(version)
+    if checkout is None:
+        return Outcome(Status.STALE, "a newer version of this session is stored")
+    schedule_evaluation(checkout, at=timezone.now())
+    return Outcome(Status.DONE, "reminder evaluation enqueued")
+
+
+@handles("stripe", "checkout.session.completed")
+def handle_stripe_completed(delivery: Delivery) -> Outcome:
+    version = parse_stripe_session(_body(delivery))
+    mark_completed(CheckoutState.Source.STRIPE, version.token, version.updated_at)
+    return Outcome(Status.DONE, "checkout session marked completed")
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+
+def checkout_claim_key(checkout: CheckoutState) -> str:
+    return f"reminder:{checkout.source}:{checkout.token}"
+
+
+def address_claim_key(email: str) -> str:
+    return f"reminder-to:{email_ref(email)}"
+
+
+def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
+    """Why this checkout gets no reminder at all, or "" when it may get one."""
+    if checkout.completed_at:
+        return "checkout completed"
+    if not checkout.email:
+        return "no e-mail address"
+    if not checkout.accepts_marketing:
+        return "no marketing consent (UWG §7)"
+    if SuppressedAddress.objects.filter(email=checkout.email.strip().lower()).exists():
+        return "address unsubscribed"
+    if claims.is_claimed(address_claim_key(checkout.email)):
+        return f"address got a reminder within {config.frequency_cap_days} days"
+    if claims.is_claimed(checkout_claim_key(checkout)):
+        return "claim for this checkout already taken"
+    if not checkout.recovery_url:
+        return "no recovery link"
+    return ""
+
+
+def _discount_block(checkout: CheckoutState, config: ReminderSettings) -> str:
+    """Why the discount arm is unavailable, or "" when it may be offered."""
+    if not config.discount_code.strip():
+        return "no discount code configured"
+    since = timezone.now() - timedelta(days=config.discount_cooldown_days)
+    recent = ReminderDecision.objects.filter(
+        email__iexact=checkout.email, arm=Arm.DISCOUNT, sent_at__gte=since
+    )
+    if recent.exists():
+        return f"address got a discount within {config.discount_cooldown_days} days"
+    return ""
+
+
+def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderChoice, dict]:
+    """The expected-value choice for this checkout, and the inputs to keep with it."""
+    basket = Basket(
+        total=checkout.total_price,
+        lines=tuple(
+            Line(
+                price=Decimal(line["price"]),
+                quantity=line["quantity"],
+                variant_id=line.get("variant_id"),
+                product_id=line.get("product_id"),
+                sku=line.get("sku", ""),
+                vendor=line.get("vendor", ""),
+            )
+            for line in checkout.line_items
+        ),
+    )
+    rules = [
+        MarginRule(
+            rate=row.rate,
+            variant_id=row.variant_id,
+            product_id=row.product_id,
+            sku=row.sku,
+            vendor=row.vendor,
+        )
+        for row in MarginRuleRow.objects.all()
+    ]
+    probabilities = Probabilities(
+        p0=config.p0,
+        p_plain=config.p_plain,
+        p_discount=config.p_discount,
+        discount_rate=config.discount_rate,
+    )
+    blocked = _discount_block(checkout, config)
+    choice = choose_reminder(
+        basket,
+        rules,
+        probabilities,
+        default_rate=config.default_margin_rate,
+        discount_available=not blocked,
+        discount_unavailable_reason=blocked,
+    )
+    inputs = {
+        "total": str(checkout.total_price),
+        "currency": checkout.currency,
+        "lines": checkout.line_items,
+        "margin_rules": [
+            {"rate": str(rule.rate), "matches": str(row)}
+            for rule, row in zip(rules, MarginRuleRow.objects.all(), strict=False)
+        ],
+        "default_margin_rate": str(config.default_margin_rate),
+        "p0": str(config.p0),
+        "p_plain": str(config.p_plain),
+        "p_discount": str(config.p_discount),
+        "discount_rate": str(config.discount_rate),
+        "discount_available": not blocked,
+    }
+    return choice, inputs
+
+
+def _record(checkout: CheckoutState, *, overwrite: bool, **fields) -> ReminderDecision:
+    """One decision row per checkout version; a later run only overwrites it to send."""
+    lookup = {"checkout": checkout, "checkout_version": checkout.updated_at}
+    fields.setdefault("email", checkout.email)
+    if overwrite:
+        decision, _ = ReminderDecision.objects.update_or_create(**lookup, defaults=fields)
+    else:
+        decision, _ = ReminderDecision.objects.get_or_create(**lookup, defaults=fields)
+    return decision
+
+
+def _choice_fields(choice: ReminderChoice, inputs: dict) -> dict:
+    return {
+        "inputs": inputs,
+        "margin": choice.margin,
+        "discount_cost": choice.discount_cost,
+        "delta_plain": choice.delta_plain,
+        "delta_discount": choice.delta_discount,
+        "arm": choice.arm,
+        "reason": choice.reason[:500],
+    }
+
+
+def evaluate(checkout_id: int, version: datetime) -> str:
+    """Decide about one checkout version and send at most one reminder; returns what happened."""
+    checkout = CheckoutState.objects.filter(pk=checkout_id).first()
+    if checkout is None:
+        return "gone"
+    if checkout.updated_at != version:
+        return "superseded"
+    config = ReminderSettings.load()
+    reason = skip_reason(checkout, config)
+    if reason:
+        _record(checkout, overwrite=False, arm=Arm.NONE, reason=reason)
+        return f"skipped: {reason}"
+    choice, inputs = decide(checkout, config)
+    if choice.arm == Arm.NONE:
+        _record(checkout, overwrite=False, **_choice_fields(choice, inputs))
+        return "none"
+
+    checkout_key = checkout_claim_key(checkout)
+    address_key = address_claim_key(checkout.email)
+    if not claims.claim_once(checkout_key, CHECKOUT_CLAIM_TTL):
+        _record(
+            checkout, overwrite=False, arm=Arm.NONE, reason="claim for this checkout already taken"
+        )
+        return "skipped: claimed"
+    if not claims.claim_once(address_key, timedelta(days=config.frequency_cap_days)):
+        claims.release(checkout_key)
+        reason = f"address got a reminder within {config.frequency_cap_days} days"
+        _record(checkout, overwrite=False, arm=Arm.NONE, reason=reason)
+        return "skipped: frequency cap"
+
+    decision = _record(checkout, overwrite=True, **_choice_fields(choice, inputs), error="")
+    try:
+        reminder_mail.send(checkout, choice.arm, config)
+    except Exception as err:
+        claims.release(checkout_key)
+        claims.release(address_key)
+        ReminderDecision.objects.filter(pk=decision.pk).update(
+            error=f"{type(err).__name__}: {err}"[:2000]
+        )
+        raise
+    ReminderDecision.objects.filter(pk=decision.pk).update(sent_at=timezone.now())
+    logger.info(
+        "sent %s reminder to %s for checkout %s",
+        choice.arm,
+        mask_email(checkout.email),
+        checkout.pk,
+    )
+    return f"sent {choice.arm}"

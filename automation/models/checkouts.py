@@ -1,0 +1,242 @@
+"""Abandoned checkouts: their newest state, the merchant's rules, every decision, and claims."""
+
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from ..decisions import DEFAULT_MARGIN_RATE, DISCOUNT_COOLDOWN_DAYS
+
+_fraction = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
+
+
+class CheckoutState(models.Model):
+    """The newest version of one checkout; written only through the stale guard."""
+
+    class Source(models.TextChoices):
+        SHOPIFY = "shopify", "Shopify"
+        STRIPE = "stripe", "Stripe"
+
+    source = models.CharField(max_length=16, choices=Source.choices)
+    token = models.CharField(
+        max_length=255, help_text="Shopify checkout token or Stripe session id."
+    )
+    shop_domain = models.CharField(max_length=255, blank=True)
+    email = models.EmailField(max_length=254, blank=True)
+    first_name = models.CharField(max_length=100, blank=True)
+    accepts_marketing = models.BooleanField(
+        default=False,
+        help_text="Marketing consent given at checkout (UWG §7): no consent, no mail.",
+    )
+    updated_at = models.DateTimeField(help_text="The sender's timestamp of this version.")
+    completed_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set once bought; a completed checkout never reopens."
+    )
+    recovery_url = models.URLField(max_length=2000, blank=True)
+    total_price = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal(0))
+    currency = models.CharField(max_length=3, blank=True)
+    line_items = models.JSONField(default=list, blank=True)
+    recorded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "token"], name="checkout_unique_token")
+        ]
+        indexes = [models.Index(fields=["email"])]
+
+    def __str__(self) -> str:
+        return f"{self.source} checkout {self.token[:12]}"
+
+
+class ReminderSettings(models.Model):
+    """The one row of reminder settings the merchant tunes in the admin."""
+
+    reminder_delay_minutes = models.PositiveIntegerField(
+        default=60,
+        help_text="How long after the last change to a checkout we decide about a reminder.",
+    )
+    frequency_cap_days = models.PositiveIntegerField(
+        default=7, help_text="At most one reminder per e-mail address within this many days."
+    )
+    p0 = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        default=Decimal("0.04"),
+        validators=_fraction,
+        help_text="Share of abandoned checkouts that complete without any mail (0.04 = 4 %).",
+    )
+    p_plain = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        default=Decimal("0.08"),
+        validators=_fraction,
+        help_text="Share that complete after a plain reminder.",
+    )
+    p_discount = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        default=Decimal("0.11"),
+        validators=_fraction,
+        help_text="Share that complete after a reminder with a discount code.",
+    )
+    discount_rate = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        default=Decimal("0.10"),
+        validators=_fraction,
+        help_text="The discount the code gives, as a share of the basket (0.10 = 10 %).",
+    )
+    default_margin_rate = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        default=DEFAULT_MARGIN_RATE,
+        validators=_fraction,
+        help_text="Your margin on products no margin rule matches (0.40 = 40 % of the price).",
+    )
+    discount_code = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The code to put into discount reminders (create it in Shopify first). "
+        "Empty: no discount reminders are sent.",
+    )
+    discount_cooldown_days = models.PositiveIntegerField(
+        default=DISCOUNT_COOLDOWN_DAYS,
+        help_text="At most one discount per e-mail address within this many days.",
+    )
+
+    class Meta:
+        verbose_name = verbose_name_plural = "reminder settings"
+
+    def __str__(self) -> str:
+        return "Reminder settings"
+
+    @classmethod
+    def load(cls) -> "ReminderSettings":
+        """The single settings row, created with the defaults on first use."""
+        settings, _ = cls.objects.get_or_create(pk=1)
+        return settings
+
+
+class MarginRule(models.Model):
+    """The margin of some products, matched by variant, product, SKU or vendor."""
+
+    rate = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        validators=_fraction,
+        help_text="Your margin as a share of the price (0.55 = 55 %).",
+    )
+    variant_id = models.BigIntegerField(
+        null=True, blank=True, help_text="One variant (most specific)."
+    )
+    product_id = models.BigIntegerField(
+        null=True, blank=True, help_text="All variants of a product."
+    )
+    sku = models.CharField(max_length=100, blank=True, help_text="Lines with exactly this SKU.")
+    vendor = models.CharField(
+        max_length=100, blank=True, help_text='Everything from this vendor, e.g. "Elbkerzen".'
+    )
+    note = models.CharField(max_length=200, blank=True, help_text='E.g. "own candles".')
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        matcher = next(
+            f"{name} {value}"
+            for name in ("variant_id", "product_id", "sku", "vendor")
+            if (value := getattr(self, name)) not in (None, "")
+        )
+        return f"{matcher}: {self.rate:.0%}"
+
+    def clean(self) -> None:
+        set_fields = [
+            name
+            for name in ("variant_id", "product_id", "sku", "vendor")
+            if getattr(self, name) not in (None, "")
+        ]
+        if len(set_fields) != 1:
+            raise ValidationError("Fill in exactly one of variant, product, SKU or vendor.")
+
+
+class ReminderDecision(models.Model):
+    """One evaluation of one checkout version: what we chose and why, for the merchant to read."""
+
+    class Arm(models.TextChoices):
+        NONE = "none", "no mail"
+        PLAIN = "plain", "plain reminder"
+        DISCOUNT = "discount", "reminder with discount"
+
+    checkout = models.ForeignKey(CheckoutState, on_delete=models.CASCADE, related_name="decisions")
+    checkout_version = models.DateTimeField(
+        help_text="The checkout's updated_at that was evaluated."
+    )
+    email = models.EmailField(max_length=254, blank=True)
+    inputs = models.JSONField(default=dict, help_text="Basket, rules and probabilities used.")
+    margin = models.DecimalField(max_digits=12, decimal_places=2, null=True)
+    discount_cost = models.DecimalField(max_digits=12, decimal_places=2, null=True)
+    delta_plain = models.DecimalField(max_digits=12, decimal_places=4, null=True)
+    delta_discount = models.DecimalField(max_digits=12, decimal_places=4, null=True)
+    arm = models.CharField(max_length=8, choices=Arm.choices)
+    reason = models.CharField(max_length=500)
+    decided_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-decided_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkout", "checkout_version"], name="decision_unique_version"
+            )
+        ]
+        indexes = [models.Index(fields=["email", "sent_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.checkout}: {self.arm}"
+
+
+class Claim(models.Model):
+    """An action taken at most once: the database's unique key decides who may do it."""
+
+    key = models.CharField(max_length=255, unique=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class SuppressedAddress(models.Model):
+    """An address that must never get a reminder again (unsubscribed or added by the merchant)."""
+
+    email = models.EmailField(max_length=254, unique=True, help_text="Stored in lower case.")
+    reason = models.CharField(max_length=100, default="unsubscribe link")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "suppressed addresses"
+
+    def __str__(self) -> str:
+        return self.email
+
+    def save(self, *args, **kwargs) -> None:
+        self.email = self.email.strip().lower()
+        super().save(*args, **kwargs)
+
+
+class DataRequest(models.Model):
+    """A customer's data request from Shopify (`customers/data_request`) for the merchant."""
+
+    shop_domain = models.CharField(max_length=255)
+    customer_email = models.EmailField(max_length=254, blank=True)
+    customer_id = models.BigIntegerField(null=True, blank=True)
+    orders_requested = models.JSONField(default=list, blank=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+    handled = models.BooleanField(
+        default=False, help_text="Tick once you have sent the customer their data."
+    )
+
+    def __str__(self) -> str:
+        return f"data request {self.customer_email or self.customer_id}"
