@@ -1,12 +1,42 @@
-"""RQ entry points: each takes ids, calls one function, and is safe to run twice."""
+"""RQ entry points: each takes ids, calls one function, and is safe to run twice.
 
+Workers are long-lived processes, so each job starts and ends like a Django request does:
+connections past CONN_MAX_AGE or broken (a restarted PostgreSQL) are dropped and reopened,
+instead of failing every later job of the worker.
+"""
+
+import functools
+from collections.abc import Callable
 from datetime import datetime
+from typing import ParamSpec, TypeVar
 
+from django.db import close_old_connections, connection
 from rq import get_current_job
 
-from . import checkouts, inbox
+from . import checkouts, inbox, promotions
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
+def _refresh_connections() -> None:
+    if not connection.in_atomic_block:  # a caller's transaction (eager runs, tests) stays put
+        close_old_connections()
+
+
+def _job(func: Callable[P, R]) -> Callable[P, R]:
+    @functools.wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        _refresh_connections()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _refresh_connections()
+
+    return run
+
+
+@_job
 def process_delivery(delivery_id: int) -> str:
     """Process one stored delivery; the last RQ attempt turns a failure into `dead`."""
     job = get_current_job()
@@ -14,11 +44,25 @@ def process_delivery(delivery_id: int) -> str:
     return inbox.process(delivery_id, final_attempt=final_attempt)
 
 
+@_job
 def sweep_deliveries() -> int:
     """Enqueue deliveries that missed their job (Redis outage, killed worker)."""
     return inbox.sweep()
 
 
+@_job
 def evaluate_checkout(checkout_id: int, version: str) -> str:
     """Decide about one checkout version and send at most one reminder."""
     return checkouts.evaluate(checkout_id, datetime.fromisoformat(version))
+
+
+@_job
+def run_promotion_edge(promotion_id: int, edge: str, instant: str) -> str:
+    """Start or end a promotion at its instant, unless it was moved since."""
+    return promotions.run_edge(promotion_id, edge, datetime.fromisoformat(instant))
+
+
+@_job
+def catch_up_promotions() -> list[str]:
+    """Run promotion starts and ends whose time has passed without them (scheduler down)."""
+    return promotions.catch_up()

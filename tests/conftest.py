@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 from redis import Redis
-from rq import SimpleWorker
+from rq import Queue, SimpleWorker
 
 from automation import ads, inbox
 from automation.queues import default_queue, redis_client
@@ -44,8 +44,11 @@ def run_worker(queue):
     def run() -> None:
         # A burst worker's scheduler moves due jobs once, at start: jobs that a job schedules
         # for "now" need another round.
+        # The worker gets its own client: RQ raises its socket timeout for blocking dequeues.
+        connection = Redis.from_url(settings.REDIS_URL)
+        worker_queue = Queue(queue.name, connection=connection)
         for _ in range(10):
-            worker = SimpleWorker([queue], connection=queue.connection)
+            worker = SimpleWorker([worker_queue], connection=connection)
             worker.work(burst=True, with_scheduler=True)
             due = queue.scheduled_job_registry.get_jobs_to_schedule(int(time.time()))
             if not queue.count and not due:

@@ -172,3 +172,30 @@ def test_sweeper_revives_a_delivery_whose_worker_died_mid_job(client, queue, set
     )
     assert jobs.sweep_deliveries() == 1
     assert queue.job_ids == [f"delivery-{delivery.pk}"]
+
+
+def test_worker_survives_a_lost_database_connection(client, run_worker, handler, requires_postgres):
+    """A PostgreSQL restart kills the worker's connection; the next job reconnects."""
+    import psycopg
+    from django.db import connection
+
+    post_shopify(client, {"id": 1})
+    run_worker()
+    post_shopify(client, {"id": 2})
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    dsn = connection.settings_dict
+    with psycopg.connect(
+        host=dsn["HOST"] or "127.0.0.1",
+        port=dsn["PORT"] or 5432,
+        user=dsn["USER"],
+        dbname="postgres",
+        autocommit=True,
+    ) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+    run_worker()
+    assert list(Delivery.objects.order_by("pk").values_list("status", flat=True)) == [
+        "done",
+        "done",
+    ]
