@@ -7,9 +7,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import redirect
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
-from . import inbox, inventory
+from . import inbox, inventory, promotions
+from .forms import PromotionForm
 from .models import (
     AdGroupAction,
     CheckoutState,
@@ -17,6 +19,8 @@ from .models import (
     DataRequest,
     Delivery,
     MarginRule,
+    Promotion,
+    PromotionAdGroup,
     ReminderDecision,
     ReminderSettings,
     StockLevel,
@@ -285,3 +289,58 @@ class DataRequestAdmin(admin.ModelAdmin):
     list_display = ("received_at", "customer_email", "customer_id", "shop_domain", "handled")
     list_editable = ("handled",)
     readonly_fields = ("shop_domain", "customer_email", "customer_id", "orders_requested")
+
+
+class PromotionAdGroupInline(admin.TabularInline):
+    model = PromotionAdGroup
+    extra = 1
+
+
+@admin.register(Promotion)
+class PromotionAdmin(admin.ModelAdmin):
+    form = PromotionForm
+    inlines = [PromotionAdGroupInline]
+    list_display = ("name", "status", "local_start", "local_end", "start_at", "end_at", "ended_at")
+    list_filter = ("status",)
+    readonly_fields = (
+        "schedule",
+        "status",
+        "started_at",
+        "start_late_seconds",
+        "ended_at",
+        "end_late_seconds",
+        "last_error",
+    )
+
+    @admin.display(description="local start")
+    def local_start(self, obj: Promotion) -> str:
+        return f"{obj.start_date} {obj.start_time:%H:%M}" if obj.start_date else "–"
+
+    @admin.display(description="local end")
+    def local_end(self, obj: Promotion) -> str:
+        return f"{obj.end_date} {obj.end_time:%H:%M}" if obj.end_date else "–"
+
+    @admin.display(description="schedule")
+    def schedule(self, obj: Promotion) -> str:
+        now = timezone.now()
+        lines = [
+            promotions.describe_instant(label, day, clock, obj.time_zone, now)
+            for label, day, clock in (
+                ("starts", obj.start_date, obj.start_time),
+                ("ends", obj.end_date, obj.end_time),
+            )
+            if day and clock is not None
+        ]
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or "–"
+
+    def save_model(self, request: HttpRequest, obj: Promotion, form, change: bool) -> None:
+        promotions.save_and_schedule(obj)
+        for line in form.schedule_summary():
+            self.message_user(request, f"{obj.name} {line}.", messages.INFO)
+
+    def delete_model(self, request: HttpRequest, obj: Promotion) -> None:
+        promotions.delete_and_cancel(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Promotion]) -> None:
+        for promotion in queryset:
+            promotions.delete_and_cancel(promotion)

@@ -1,4 +1,4 @@
-"""E-mails to the merchant when something needs a human: a dead delivery, later more."""
+"""E-mails to the merchant when something needs a human."""
 
 import logging
 
@@ -18,20 +18,22 @@ def admin_url(delivery: Delivery) -> str:
     return f"{settings.PUBLIC_BASE_URL}{path}"
 
 
-def delivery_dead(delivery: Delivery) -> None:
-    """Tell the merchant a delivery was given up; never raises, the row already says dead."""
+def send(subject: str, body: str) -> bool:
+    """E-mail the merchant's alert addresses; never raises (an alert must not fail a job)."""
     recipients = settings.ALERT_EMAILS
     if not recipients:
-        logger.warning("delivery %s is dead and ALERT_EMAILS is empty: nobody told", delivery.pk)
-        return
+        logger.warning("alert not sent, ALERT_EMAILS is empty: %s", subject)
+        return False
+    try:
+        send_mail(subject, body, None, recipients)
+    except Exception:
+        logger.exception("could not send the alert %r", subject)
+        return False
+    return True
+
+
+def delivery_dead(delivery: Delivery) -> None:
+    """Tell the merchant a delivery was given up; the row already says dead."""
     context = {"delivery": delivery, "admin_url": admin_url(delivery)}
     subject = f"[Elbkerzen] Delivery gave up: {delivery.source} {delivery.topic} #{delivery.pk}"
-    try:
-        send_mail(
-            subject,
-            render_to_string("automation/email/delivery_dead.txt", context),
-            None,
-            recipients,
-        )
-    except Exception:
-        logger.exception("could not send the alert for dead delivery %s", delivery.pk)
+    send(subject, render_to_string("automation/email/delivery_dead.txt", context))

@@ -6,6 +6,7 @@ so a `0 3 * * *` entry fires at 03:00 Hamburg time in winter and summer.
 
 from rq import cron
 
-from .jobs import sweep_deliveries
+from .jobs import catch_up_promotions, sweep_deliveries
 
 cron.register(sweep_deliveries, queue_name="default", interval=60, job_timeout=120)
+cron.register(catch_up_promotions, queue_name="default", interval=60, job_timeout=120)

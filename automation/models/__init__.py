@@ -12,6 +12,7 @@ from .checkouts import (
 )
 from .deliveries import Delivery
 from .inventory import StockLevel, WatchedItem
+from .promotions import Promotion, PromotionAdGroup, ReconcileRun
 
 __all__ = [
     "AdGroupAction",
@@ -20,6 +21,9 @@ __all__ = [
     "DataRequest",
     "Delivery",
     "MarginRule",
+    "Promotion",
+    "PromotionAdGroup",
+    "ReconcileRun",
     "ReminderDecision",
     "ReminderSettings",
     "StockLevel",

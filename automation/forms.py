@@ -1,0 +1,54 @@
+"""Admin forms with rules a merchant must be told about in words."""
+
+from django import forms
+from django.utils import timezone
+
+from . import promotions
+from .models import Promotion
+
+
+class PromotionForm(forms.ModelForm):
+    """Local start and end, converted to instants; gaps and overlaps refused with the reason."""
+
+    class Meta:
+        model = Promotion
+        fields = ["name", "time_zone", "start_date", "start_time", "end_date", "end_time"]
+
+    def clean_time_zone(self) -> str:
+        name = self.cleaned_data["time_zone"].strip()
+        try:
+            promotions.zone(name)
+        except promotions.LocalTimeError as err:
+            raise forms.ValidationError(str(err)) from None
+        return name
+
+    def clean(self) -> dict:
+        data = super().clean()
+        zone_name = data.get("time_zone")
+        found = {}
+        for edge in ("start", "end"):
+            day, clock = data.get(f"{edge}_date"), data.get(f"{edge}_time")
+            if (day is None) != (clock is None):
+                self.add_error(f"{edge}_time", f"Give both a date and a time for the {edge}.")
+                continue
+            if day is None or not zone_name:
+                continue
+            try:
+                found[edge] = promotions.local_to_instant(day, clock, zone_name)
+            except promotions.LocalTimeError as err:
+                self.add_error(f"{edge}_time", str(err))
+        if "start" in found and "end" in found and found["end"] <= found["start"]:
+            self.add_error("end_time", "The end must come after the start.")
+        self.instants = found
+        return data
+
+    def schedule_summary(self) -> list[str]:
+        """Both times in words, e.g. 'ends 2026-06-01 00:00 Europe/Berlin = 2026-05-31 ...'."""
+        data, now = self.cleaned_data, timezone.now()
+        return [
+            promotions.describe_instant(
+                label, data[f"{edge}_date"], data[f"{edge}_time"], data["time_zone"], now
+            )
+            for edge, label in (("start", "starts"), ("end", "ends"))
+            if edge in self.instants
+        ]

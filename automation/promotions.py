@@ -1,0 +1,245 @@
+"""Promotions on local wall-clock time: ends at local midnight, summer or winter.
+
+A local time converts to one instant with `zoneinfo`; a time that does not exist (the spring
+gap) or exists twice (the autumn overlap) is refused rather than guessed. Each start and end is
+scheduled at its instant with RQ's scheduler; the job re-reads the promotion and does nothing
+if the time changed since. A cron check every minute catches up edges the scheduler missed.
+"""
+
+import logging
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.db import transaction
+from django.utils import timezone
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+
+from . import ads, alerts
+from .exceptions import PermanentAdsError, TransientAdsError
+from .models import AdGroupAction, Promotion
+from .queues import default_queue, redis_client
+
+logger = logging.getLogger(__name__)
+
+EDGES = ("start", "end")
+
+
+class LocalTimeError(ValueError):
+    """A wall-clock time that names no instant, or two."""
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA zone, or a LocalTimeError naming the bad name."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise LocalTimeError(f"unknown time zone {name!r}") from None
+
+
+def local_to_instant(day: date, clock: time, zone_name: str) -> datetime:
+    """The one UTC instant of a local wall-clock time; refuses gaps and overlaps."""
+    tz = zone(zone_name)
+    wall = datetime.combine(day, clock)
+    first = wall.replace(tzinfo=tz, fold=0)
+    second = wall.replace(tzinfo=tz, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return first.astimezone(UTC)
+
+    def round_trips(candidate: datetime) -> bool:
+        return candidate.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == wall
+
+    if not (round_trips(first) and round_trips(second)):
+        raise LocalTimeError(
+            f"{wall:%Y-%m-%d %H:%M} does not exist in {zone_name}: the clocks jump forward "
+            f"over it (summer time begins). Choose a time before or after the gap."
+        )
+    raise LocalTimeError(
+        f"{wall:%Y-%m-%d %H:%M} happens twice in {zone_name}: the clocks go back "
+        f"(summer time ends), at {first.astimezone(UTC):%H:%M} and "
+        f"{second.astimezone(UTC):%H:%M} UTC. Choose a time outside that hour."
+    )
+
+
+def describe_instant(label: str, day: date, clock: time, zone_name: str, now: datetime) -> str:
+    """'ends 2026-06-01 00:00 Europe/Berlin = 2026-05-31 22:00 UTC, in 3 days'."""
+    instant = local_to_instant(day, clock, zone_name)
+    delta = instant - now
+    days = abs(delta).days
+    hours = abs(delta).seconds // 3600
+    span = f"{days} day{'s' * (days != 1)}" if days else f"{hours} h" if hours else "minutes"
+    relative = f"in {span}" if delta >= timedelta(0) else f"{span} ago"
+    return (
+        f"{label} {datetime.combine(day, clock):%Y-%m-%d %H:%M} {zone_name} = "
+        f"{instant:%Y-%m-%d %H:%M} UTC, {relative}"
+    )
+
+
+def instants(promotion: Promotion) -> tuple[datetime | None, datetime | None]:
+    """The start and end instants from the promotion's local fields."""
+    start = end = None
+    if promotion.start_date and promotion.start_time is not None:
+        start = local_to_instant(promotion.start_date, promotion.start_time, promotion.time_zone)
+    if promotion.end_date and promotion.end_time is not None:
+        end = local_to_instant(promotion.end_date, promotion.end_time, promotion.time_zone)
+    return start, end
+
+
+# --- scheduling ----------------------------------------------------------------------------
+
+
+def job_id(promotion_id: int, edge: str) -> str:
+    return f"promotion-{promotion_id}-{edge}"
+
+
+def cancel(promotion_id: int) -> None:
+    """Remove the promotion's scheduled jobs (deleting or rescheduling it)."""
+    queue = default_queue()
+    for edge in EDGES:
+        try:
+            job = Job.fetch(job_id(promotion_id, edge), connection=redis_client())
+        except NoSuchJobError:
+            continue
+        queue.scheduled_job_registry.remove(job)
+        job.delete()
+
+
+def schedule(promotion: Promotion) -> None:
+    """(Re)schedule the edges that have not run yet at their exact instants."""
+    from .jobs import run_promotion_edge
+
+    cancel(promotion.pk)
+    queue = default_queue()
+    for edge, instant, ran in (
+        ("start", promotion.start_at, promotion.started_at),
+        ("end", promotion.end_at, promotion.ended_at),
+    ):
+        if instant is None or ran is not None:
+            continue
+        queue.enqueue_at(
+            instant,
+            run_promotion_edge,
+            promotion.pk,
+            edge,
+            instant.isoformat(),
+            job_id=job_id(promotion.pk, edge),
+            description=f"promotion {promotion.pk} {edge}",
+        )
+
+
+def save_times(promotion: Promotion) -> None:
+    """Recompute the instants; an edge whose instant moved will run again at the new time."""
+    start, end = instants(promotion)
+    if start != promotion.start_at:
+        promotion.started_at = promotion.start_late_seconds = None
+    if end != promotion.end_at:
+        promotion.ended_at = promotion.end_late_seconds = None
+    promotion.start_at, promotion.end_at = start, end
+    if promotion.ended_at:
+        promotion.status = Promotion.Status.ENDED
+    elif promotion.started_at:
+        promotion.status = Promotion.Status.RUNNING
+    else:
+        promotion.status = Promotion.Status.SCHEDULED
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
+    """Run one start or end if it is still the one scheduled and has not run; idempotent."""
+    promotion = Promotion.objects.filter(pk=promotion_id).first()
+    if promotion is None:
+        return "deleted"
+    current = promotion.start_at if edge == "start" else promotion.end_at
+    if current != instant:
+        logger.info("promotion %s %s moved from %s: nothing to do", promotion_id, edge, instant)
+        return "moved"
+    ran_field = "started_at" if edge == "start" else "ended_at"
+    if getattr(promotion, ran_field) is not None:
+        return "already ran"
+
+    status = AdGroupAction.Status.ENABLED if edge == "start" else AdGroupAction.Status.PAUSED
+    errors = []
+    for ad_group in promotion.ad_groups.all():
+        try:
+            ads.apply_status(
+                customer_id=ad_group.customer_id,
+                ad_group_id=ad_group.ad_group_id,
+                status=status,
+                reason=f"promotion {promotion.name!r} {edge}s",
+                source=AdGroupAction.Source.PROMOTION,
+            )
+        except (TransientAdsError, PermanentAdsError) as err:
+            errors.append(f"{ad_group}: {err}")
+
+    now = timezone.now()
+    late = (now - instant).total_seconds()
+    with transaction.atomic():
+        won = Promotion.objects.filter(
+            pk=promotion_id, **{ran_field: None, f"{edge}_at": instant}
+        ).update(
+            **{ran_field: now, f"{edge}_late_seconds": max(late, 0.0)},
+            status=Promotion.Status.RUNNING if edge == "start" else Promotion.Status.ENDED,
+            last_error="; ".join(errors)[:2000],
+        )
+    if won and errors:
+        alerts.send(
+            f"[Elbkerzen] Promotion {promotion.name!r}: {edge} could not switch every ad group",
+            "\n".join(errors),
+        )
+    return f"ran {edge} {late:.0f}s after its time" if won else "already ran"
+
+
+def catch_up(now: datetime | None = None) -> list[str]:
+    """Run every due edge that has not run (the scheduler was down at midnight, say)."""
+    now = now or timezone.now()
+    done = []
+    overdue_ends = Promotion.objects.filter(end_at__lte=now, ended_at__isnull=True)
+    for promotion in overdue_ends:
+        if promotion.started_at is None and promotion.start_at is not None:
+            # the whole promotion was missed: do not switch ads on just to switch them off
+            Promotion.objects.filter(pk=promotion.pk, started_at__isnull=True).update(
+                started_at=now, start_late_seconds=(now - promotion.start_at).total_seconds()
+            )
+        done.append(run_edge(promotion.pk, "end", promotion.end_at))
+    overdue_starts = Promotion.objects.filter(
+        start_at__lte=now, started_at__isnull=True, ended_at__isnull=True
+    )
+    for promotion in overdue_starts:
+        done.append(run_edge(promotion.pk, "start", promotion.start_at))
+    return done
+
+
+def save_and_schedule(promotion: Promotion) -> bool:
+    """Save with fresh instants and schedule after commit; False when Redis was unavailable.
+
+    Without Redis nothing is lost: the minute check runs every due edge that has not run.
+    """
+    from redis.exceptions import RedisError
+
+    save_times(promotion)
+    promotion.save()
+    scheduled = [True]
+
+    def schedule_now() -> None:
+        try:
+            schedule(promotion)
+        except RedisError as err:
+            scheduled[0] = False
+            logger.warning("promotion %s not scheduled, Redis unavailable: %s", promotion.pk, err)
+
+    transaction.on_commit(schedule_now)
+    return scheduled[0]
+
+
+def delete_and_cancel(promotion: Promotion) -> None:
+    """Delete the promotion and its scheduled jobs."""
+    from redis.exceptions import RedisError
+
+    promotion_id = promotion.pk
+    promotion.delete()
+    try:
+        cancel(promotion_id)
+    except RedisError as err:  # its jobs find no promotion and do nothing
+        logger.warning("promotion %s jobs not cancelled, Redis unavailable: %s", promotion_id, err)
