@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from redis.exceptions import RedisError
@@ -114,6 +114,7 @@ def enqueue_delivery(delivery_id: int) -> bool:
             job_id=job_id_for(delivery_id),
             retry=Retry(max=len(intervals), interval=intervals),
             job_timeout=settings.DELIVERY_JOB_TIMEOUT,
+            result_ttl=0,  # the outcome lives on the delivery row
             description=f"process delivery {delivery_id}",
         )
     except RedisError as err:
@@ -175,6 +176,32 @@ def _enqueue_unless_alive(delivery_id: int) -> None:
 # --- processing ------------------------------------------------------------------------------
 
 
+def claim(delivery_id: int) -> Delivery | None:
+    """Move a `received` or `failed` row to `processing` and load it, in one statement.
+
+    The conditional UPDATE decides who processes the delivery; RETURNING spares the worker a
+    second round trip to load the row it just claimed.
+    """
+    table = Delivery._meta.db_table
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in Delivery._meta.concrete_fields)
+    rows = list(
+        Delivery.objects.raw(
+            f"UPDATE {connection.ops.quote_name(table)} "  # noqa: S608 (names from the model)
+            "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
+            "WHERE id = %s AND status IN (%s, %s) "
+            f"RETURNING {columns}",
+            [
+                Status.PROCESSING,
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                delivery_id,
+                Status.RECEIVED,
+                Status.FAILED,
+            ],
+        )
+    )
+    return rows[0] if rows else None
+
+
 def process(delivery_id: int, *, final_attempt: bool) -> str:
     """Claim the delivery, run its handler, record the outcome; returns the final status.
 
@@ -182,17 +209,10 @@ def process(delivery_id: int, *, final_attempt: bool) -> str:
     leaves the row `failed` and propagates so RQ retries; on the final attempt, or for a
     permanent error, the row goes `dead` and the merchant gets one alert.
     """
-    claimed = Delivery.objects.filter(
-        pk=delivery_id, status__in=[Status.RECEIVED, Status.FAILED]
-    ).update(
-        status=Status.PROCESSING,
-        attempts=F("attempts") + 1,
-        processing_started_at=timezone.now(),
-    )
-    if not claimed:
+    delivery = claim(delivery_id)
+    if delivery is None:
         logger.info("delivery %s not claimable (already taken or finished)", delivery_id)
         return "skipped"
-    delivery = Delivery.objects.get(pk=delivery_id)
     handler = HANDLERS.get((delivery.source, delivery.topic))
     if handler is None:
         return _finish(delivery, Outcome(Status.IGNORED, f"no handler for {delivery.topic}"))

@@ -1,7 +1,8 @@
 """Stock levels with a stale guard, and the pause/enable decision for watched ad groups."""
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -97,36 +98,59 @@ def desired_status(total: int, pause_at: int) -> str:
     return AdGroupAction.Status.PAUSED if total <= pause_at else AdGroupAction.Status.ENABLED
 
 
-def apply_level(update: LevelUpdate, *, source: str, delivery: Delivery | None = None) -> Outcome:
-    """Store a level through the guard and set every watched ad group of the item accordingly.
+@dataclass
+class Applied:
+    """What pushing levels through the guard did: the outcome and each ad group's status."""
+
+    outcome: Outcome
+    written: int = 0
+    statuses: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def apply_levels(
+    inventory_item_id: int,
+    updates: Sequence[LevelUpdate],
+    *,
+    source: str,
+    delivery: Delivery | None = None,
+) -> Applied:
+    """Store one item's levels through the guard and set every watched ad group accordingly.
 
     The item's watched rows stay locked from the guard to the last Ads call, so concurrent
     messages for one item take turns: the last to run sees the newest levels, and its Ads call
-    is the last one. Ads errors are collected per ad group and raised after the level commits;
+    is the last one. Ads errors are collected per ad group and raised after the levels commit;
     the retry passes the guard with its equal timestamp and sets the statuses again.
     """
     errors: list[Exception] = []
     with transaction.atomic():
         rows = list(
             WatchedItem.objects.select_for_update()
-            .filter(inventory_item_id=update.inventory_item_id, enabled=True)
+            .filter(inventory_item_id=inventory_item_id, enabled=True)
             .order_by("pk")
         )
         if not rows:
-            return Outcome(Status.IGNORED, f"inventory item {update.inventory_item_id} not watched")
-        if not store_level(update):
-            return Outcome(
-                Status.STALE,
-                f"a newer level is stored for location {update.location_id}; "
-                f"this one is from {update.updated_at.isoformat()}",
+            return Applied(
+                Outcome(Status.IGNORED, f"inventory item {inventory_item_id} not watched")
             )
-        if update.available is None:
-            return Outcome(
-                Status.IGNORED, "stock not tracked (available is null): stored, no action"
+        written = [update for update in updates if store_level(update)]
+        if not written:
+            newest = max(update.updated_at for update in updates)
+            return Applied(
+                Outcome(
+                    Status.STALE,
+                    f"newer levels are stored; this one is from {newest.isoformat()}",
+                )
             )
-        total = total_available(update.inventory_item_id)
+        if all(update.available is None for update in written):
+            return Applied(
+                Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action"),
+                written=len(written),
+            )
+        total = total_available(inventory_item_id)
+        applied = Applied(Outcome(Status.DONE, f"total available {total}"), written=len(written))
         for row in rows:
             status = desired_status(total, row.pause_at)
+            applied.statuses[(row.customer_id, row.ad_group_id)] = status
             comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
             try:
                 ads.apply_status(
@@ -141,7 +165,14 @@ def apply_level(update: LevelUpdate, *, source: str, delivery: Delivery | None =
                 errors.append(err)
     if errors:
         raise _combined(errors)
-    return Outcome(Status.DONE, f"total available {total}")
+    return applied
+
+
+def apply_level(update: LevelUpdate, *, source: str, delivery: Delivery | None = None) -> Outcome:
+    """One location's level through the same path (the webhook's case)."""
+    return apply_levels(
+        update.inventory_item_id, [update], source=source, delivery=delivery
+    ).outcome
 
 
 def _combined(errors: list[Exception]) -> Exception:
