@@ -2,6 +2,7 @@
 
 import json
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -21,6 +22,7 @@ from .models import (
     MarginRule,
     Promotion,
     PromotionAdGroup,
+    ReconcileRun,
     ReminderDecision,
     ReminderSettings,
     StockLevel,
@@ -344,3 +346,32 @@ class PromotionAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Promotion]) -> None:
         for promotion in queryset:
             promotions.delete_and_cancel(promotion)
+
+
+@admin.register(ReconcileRun)
+class ReconcileRunAdmin(ReadOnlyAdmin):
+    list_display = (
+        "started_at",
+        "local_date",
+        "trigger",
+        "status",
+        "items_checked",
+        "levels_changed",
+        "correction_count",
+        "duration_seconds",
+    )
+    list_filter = ("status", "trigger")
+
+    @admin.display(description="corrections")
+    def correction_count(self, obj: ReconcileRun) -> int:
+        return len(obj.corrections)
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        if not settings.SHOPIFY_ADMIN_TOKEN:
+            self.message_user(
+                request,
+                "The nightly reconciliation is not configured: set SHOPIFY_ADMIN_TOKEN so it can "
+                "read the true stock from Shopify.",
+                messages.WARNING,
+            )
+        return super().changelist_view(request, extra_context)

@@ -13,7 +13,7 @@ from typing import ParamSpec, TypeVar
 from django.db import close_old_connections, connection
 from rq import get_current_job
 
-from . import checkouts, inbox, promotions
+from . import checkouts, inbox, promotions, reconcile
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -66,3 +66,17 @@ def run_promotion_edge(promotion_id: int, edge: str, instant: str) -> str:
 def catch_up_promotions() -> list[str]:
     """Run promotion starts and ends whose time has passed without them (scheduler down)."""
     return promotions.catch_up()
+
+
+@_job
+def nightly_reconcile() -> str:
+    """The 03:00 run; a second cron process or a restart finds the date's run and stops."""
+    run = reconcile.run_nightly()
+    return "already ran today" if run is None else reconcile.summary(run)
+
+
+@_job
+def reconcile_if_overdue() -> str:
+    """Catch up a missed nightly run (runs when rqcron starts, then hourly)."""
+    run = reconcile.run_if_overdue()
+    return "not overdue" if run is None else reconcile.summary(run)

@@ -114,6 +114,16 @@ DELIVERY_RETRY_INTERVALS = env.list(
 )
 # A delivery still `received` after this many seconds is enqueued again by the sweeper.
 DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
+# Raw bodies are dropped after this many days by the nightly run; the metadata stays.
+DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
+
+# --- Shopify Admin API (nightly reconciliation, webhook subscription healing) ----------------
+SHOPIFY_ADMIN_TOKEN = env.str("SHOPIFY_ADMIN_TOKEN", default="")
+SHOPIFY_API_VERSION = env.str("SHOPIFY_API_VERSION", default="2026-07")
+SHOPIFY_ADMIN_URL = env.str(
+    "SHOPIFY_ADMIN_URL", default=f"https://{(SHOPIFY_SHOP_DOMAINS or ['localhost'])[0]}"
+).rstrip("/")
+
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 # --- Google Ads -------------------------------------------------------------------------------

@@ -1,0 +1,666 @@
+"""Shopify Admin GraphQL adapter: the only module that speaks Shopify Admin HTTP.
+
+Why it paces itself: Shopify meters GraphQL by calculated query cost in a leaky bucket (Standard
+plan: 1,000 points, 100 restored per second). A query runs only if the bucket holds its
+*requested* cost; afterwards the unused part is refunded, so the bucket loses the *actual* cost.
+Every answer reports `extensions.cost`, so we keep a local model of the bucket, estimate each
+query's requested cost before sending it (learned from earlier answers of the same shape), and
+sleep exactly until the bucket holds it. THROTTLED answers and HTTP 429 are still handled (a
+computed wait, then the same query again, a bounded number of times), but should be rare.
+
+Plain values in and out; no Django here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+# Pinned so Shopify's quarterly releases never change the wire API silently; bump deliberately.
+API_VERSION = "2026-07"
+# From 2025-10 on, WebhookSubscription has a unified `uri` (input and output); `callbackUrl` and
+# `endpoint` are deprecated (Shopify changelog "consolidate-webhook-graphql-surfaces").
+URI_FIELD_SINCE = "2025-10"
+
+THROTTLED = "THROTTLED"
+MAX_COST_EXCEEDED = "MAX_COST_EXCEEDED"
+MAX_IDS_PER_QUERY = 250  # Shopify rejects input arrays longer than 250
+MAX_PAGE_SIZE = 250  # and connection pages larger than 250
+SUBSCRIPTIONS_PAGE_SIZE = 100
+MUTATION_COST = 10  # Shopify's documented cost of a mutation
+
+_TRANSPORT_ATTEMPTS = 3
+_TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
+_DEFAULT_RETRY_AFTER = 1.0  # seconds, when a 429 carries no usable Retry-After
+_MIN_THROTTLED_WAIT = 0.05  # seconds, when THROTTLED arrives although our model says it fits
+_COST_IN_MESSAGE = re.compile(r"[Qq]uery cost is (\d+)")
+
+# Topics whose REST name cannot be recovered from the enum by "the last underscore is the slash".
+_IRREGULAR_TOPICS = {
+    "APP_SCOPES_UPDATE": "app/scopes_update",
+    "APP_SUBSCRIPTIONS_APPROACHING_CAPPED_AMOUNT": "app_subscriptions/approaching_capped_amount",
+    "AUDIT_EVENTS_ADMIN_API_ACTIVITY": "audit_events/admin_api_activity",
+}
+
+
+class ShopifyAdminError(Exception):
+    """An Admin API failure waiting cannot fix soon: bad token, bad query, unusable answer."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status = status  # HTTP status, when the failure came with one
+        self.code = code  # GraphQL error code (e.g. ACCESS_DENIED), when Shopify named one
+
+
+class ShopifyThrottled(ShopifyAdminError):
+    """Still throttled after the bounded retries: the job should try again later."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message, code=THROTTLED)
+        self.retry_after = retry_after  # our best guess of the wait in seconds
+
+
+class _CostExceeded(Exception):
+    """Internal: Shopify refused the query as too expensive; the caller splits the batch."""
+
+
+class _ServerBusy(Exception):
+    """Internal: a 5xx answer, worth another attempt for read-only queries."""
+
+    def __init__(self, response: requests.Response):
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+@dataclass(frozen=True)
+class Level:
+    """One item's available stock at one location, as Shopify reports it now."""
+
+    inventory_item_id: int
+    location_id: int
+    available: int | None
+    updated_at: datetime  # aware, UTC
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A webhook subscription; `topic` in REST style (`orders/create`) like the rest of our code."""
+
+    id: str
+    topic: str
+    callback_url: str
+
+
+@dataclass
+class _Bucket:
+    """Shopify's throttleStatus as last reported, stamped with our clock."""
+
+    maximum: float
+    available: float
+    rate: float
+    observed_at: float
+
+
+def topic_to_enum(topic: str) -> str:
+    """`inventory_levels/update` → `INVENTORY_LEVELS_UPDATE`: GraphQL names topics by enum."""
+    if "/" not in topic and topic == topic.upper():
+        return topic  # already an enum name
+    return re.sub(r"[/.]", "_", topic.strip()).upper()
+
+
+def enum_to_topic(name: str) -> str:
+    """`INVENTORY_LEVELS_UPDATE` → `inventory_levels/update`, so listings match our topics."""
+    if name in _IRREGULAR_TOPICS:
+        return _IRREGULAR_TOPICS[name]
+    resource, _, action = name.lower().rpartition("_")
+    return f"{resource}/{action}" if resource else action
+
+
+def _gid(kind: str, numeric_id: int) -> str:
+    """Build a global id: Shopify's GraphQL ids wrap the numeric REST ids."""
+    return f"gid://shopify/{kind}/{int(numeric_id)}"
+
+
+def _id_from_gid(gid: str) -> int:
+    """`gid://shopify/Location/24826418` → 24826418 (ids can exceed 2**53: keep Python ints)."""
+    try:
+        return int(gid.rsplit("/", 1)[1].split("?", 1)[0])
+    except (AttributeError, IndexError, ValueError) as err:
+        raise ShopifyAdminError(f"unexpected id in Shopify answer: {gid!r}") from err
+
+
+def _parse_time(value: str) -> datetime:
+    """Shopify's DateTime (ISO 8601, usually with `Z`) → aware UTC datetime."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError) as err:
+        raise ShopifyAdminError(f"unexpected timestamp in Shopify answer: {value!r}") from err
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _uses_uri(api_version: str) -> bool:
+    """Whether this API version has WebhookSubscription.uri (2025-10 and later, `unstable`)."""
+    return not re.fullmatch(r"\d{4}-\d{2}", api_version) or api_version >= URI_FIELD_SINCE
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    """Seconds from a Retry-After header given in seconds; None when absent or a date."""
+    try:
+        value = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def _error_codes(errors: Any) -> list[str]:
+    """The `extensions.code` of every GraphQL error (Shopify puts THROTTLED there)."""
+    if not isinstance(errors, list):
+        return []
+    return [
+        str((error.get("extensions") or {}).get("code", ""))
+        for error in errors
+        if isinstance(error, dict)
+    ]
+
+
+def _error_text(errors: Any) -> str:
+    """A short readable message from `errors`, which Shopify sends as a list or a string."""
+    if isinstance(errors, list):
+        parts = []
+        for error in errors[:3]:
+            if isinstance(error, dict):
+                code = (error.get("extensions") or {}).get("code")
+                message = str(error.get("message", "")).strip().splitlines()[0:1]
+                text = message[0] if message else "error"
+                parts.append(f"{code}: {text}" if code else text)
+            else:
+                parts.append(str(error))
+        text = "; ".join(parts)
+    else:
+        text = str(errors)
+    return text[:300]
+
+
+_LEVELS_SELECTION = """
+      pageInfo { hasNextPage endCursor }
+      edges {
+        node {
+          location { id }
+          quantities(names: ["available"]) { name quantity updatedAt }
+        }
+      }"""
+
+NODES_QUERY = f"""query InventoryLevels($ids: [ID!]!, $first: Int!) {{
+  nodes(ids: $ids) {{
+    ... on InventoryItem {{
+      id
+      inventoryLevels(first: $first) {{{_LEVELS_SELECTION}
+      }}
+    }}
+  }}
+}}"""
+
+ITEM_QUERY = f"""query InventoryItemLevels($id: ID!, $first: Int!, $after: String) {{
+  inventoryItem(id: $id) {{
+    id
+    inventoryLevels(first: $first, after: $after) {{{_LEVELS_SELECTION}
+    }}
+  }}
+}}"""
+
+
+def _subscriptions_query(uri: bool) -> str:
+    """The listing query for the version's schema: `uri`, or the older HTTP endpoint union."""
+    target = "uri" if uri else "endpoint { __typename ... on WebhookHttpEndpoint { callbackUrl } }"
+    return f"""query WebhookSubscriptions($first: Int!, $after: String) {{
+  webhookSubscriptions(first: $first, after: $after) {{
+    pageInfo {{ hasNextPage endCursor }}
+    edges {{ node {{ id topic {target} }} }}
+  }}
+}}"""
+
+
+def _create_mutation(uri: bool) -> str:
+    """webhookSubscriptionCreate returning the same fields as the listing."""
+    target = "uri" if uri else "endpoint { __typename ... on WebhookHttpEndpoint { callbackUrl } }"
+    return f"""mutation WebhookSubscriptionCreate(
+  $topic: WebhookSubscriptionTopic!, $webhookSubscription: WebhookSubscriptionInput!
+) {{
+  webhookSubscriptionCreate(topic: $topic, webhookSubscription: $webhookSubscription) {{
+    webhookSubscription {{ id topic {target} }}
+    userErrors {{ field message }}
+  }}
+}}"""
+
+
+class ShopifyAdmin:
+    """Admin GraphQL client for one shop that stays inside the cost bucket instead of hitting it."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        api_version: str = API_VERSION,
+        *,
+        session: requests.Session | None = None,
+        timeout: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        batch_size: int = 50,
+        levels_per_item: int = 50,
+        max_query_cost: int = 1000,
+        max_retries: int = 5,
+    ) -> None:
+        if not 1 <= batch_size <= MAX_IDS_PER_QUERY:
+            raise ValueError(f"batch_size must be 1..{MAX_IDS_PER_QUERY}, got {batch_size}")
+        if not 1 <= levels_per_item <= MAX_PAGE_SIZE:
+            raise ValueError(f"levels_per_item must be 1..{MAX_PAGE_SIZE}, got {levels_per_item}")
+        self.url = f"{base_url.rstrip('/')}/admin/api/{api_version}/graphql.json"
+        self.api_version = api_version
+        self.timeout = timeout
+        self.batch_size = batch_size
+        self.levels_per_item = levels_per_item
+        self.max_query_cost = max_query_cost
+        self.max_retries = max_retries
+        self._token = token
+        self._session = session or requests.Session()
+        self._sleep = sleep
+        self._clock = clock
+        self._bucket: _Bucket | None = None
+        # (query kind, page size) → {number of ids: requestedQueryCost Shopify reported}
+        self._costs: dict[tuple[str, int], dict[int, int]] = {}
+        # Counters for logs and the benchmark.
+        self.queries = 0  # HTTP requests sent, retries included
+        self.actual_cost = 0  # sum of actualQueryCost
+        self.throttled = 0  # THROTTLED answers and 429s received
+        self.waited = 0.0  # seconds slept for the bucket (pacing and throttle waits)
+        self.skipped = 0  # levels without an `available` timestamp, left out
+        self.missing = 0  # requested items Shopify no longer has (null node)
+        self._most_levels = 0  # most levels one item has had so far: sizes the next pages
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._session.close()
+
+    # --- inventory -------------------------------------------------------------------------
+
+    def fetch_levels(self, inventory_item_ids: Sequence[int]) -> Iterator[Level]:
+        """Every level of the given items (the source of truth for the nightly reconcile)."""
+        ids = list(dict.fromkeys(int(item_id) for item_id in inventory_item_ids))
+        for start in range(0, len(ids), self.batch_size):
+            yield from self._fetch_batch(ids[start : start + self.batch_size])
+
+    def page_size(self) -> int:
+        """Levels to ask for per item in a batch: twice the most seen so far, at most the cap.
+
+        Why not always `levels_per_item`: Shopify must find the *requested* cost in the bucket,
+        and every requested slot counts, so asking for 50 levels when items have 3 shrinks batches
+        and leaves the bucket idle. Items with more levels than the page are followed up.
+        """
+        if not self._most_levels:
+            return self.levels_per_item
+        return min(self.levels_per_item, 2 * self._most_levels)
+
+    def _fetch_batch(self, ids: list[int]) -> Iterator[Level]:
+        """One `nodes` query, split in halves while its estimated cost is over the limit."""
+        first = self.page_size()
+        if len(ids) > 1 and self.estimate_cost("nodes", len(ids), first) > self._cost_limit():
+            half = len(ids) // 2
+            yield from self._fetch_batch(ids[:half])
+            yield from self._fetch_batch(ids[half:])
+            return
+        variables = {"ids": [_gid("InventoryItem", item_id) for item_id in ids], "first": first}
+        try:
+            data = self._execute(NODES_QUERY, variables, kind="nodes", count=len(ids), first=first)
+        except _CostExceeded as err:
+            if len(ids) == 1:
+                raise ShopifyAdminError(
+                    f"one item with levels_per_item={first} exceeds the query cost limit"
+                ) from err
+            yield from self._fetch_batch(ids)  # the refusal taught us the cost: split now
+            return
+        nodes = data.get("nodes")
+        if not isinstance(nodes, list) or len(nodes) != len(ids):
+            raise ShopifyAdminError("unexpected answer to nodes(ids:): wrong number of nodes")
+        more: list[tuple[int, str]] = []
+        for item_id, node in zip(ids, nodes, strict=True):
+            if not node or "inventoryLevels" not in node:
+                self.missing += 1  # deleted (null) or not an InventoryItem
+                continue
+            connection = node["inventoryLevels"] or {}
+            yield from self._levels(item_id, connection)
+            count = len(connection.get("edges") or [])
+            cursor = self._next_cursor(connection)
+            if cursor:
+                more.append((item_id, cursor, count))
+            else:
+                self._most_levels = max(self._most_levels, count)
+        for item_id, cursor, count in more:
+            yield from self._follow_item(item_id, cursor, count)
+
+    def _follow_item(self, item_id: int, cursor: str, count: int) -> Iterator[Level]:
+        """Page through one item's remaining levels (more locations than one page holds)."""
+        first = self.levels_per_item
+        while cursor:
+            variables = {"id": _gid("InventoryItem", item_id), "first": first, "after": cursor}
+            try:
+                data = self._execute(ITEM_QUERY, variables, kind="item", count=1, first=first)
+            except _CostExceeded as err:
+                raise ShopifyAdminError(
+                    f"levels_per_item={first} exceeds the query cost limit"
+                ) from err
+            item = data.get("inventoryItem")
+            if not item:
+                self.missing += 1  # deleted between two pages
+                return
+            connection = item.get("inventoryLevels") or {}
+            yield from self._levels(item_id, connection)
+            count += len(connection.get("edges") or [])
+            cursor = self._next_cursor(connection)
+        self._most_levels = max(self._most_levels, count)
+
+    @staticmethod
+    def _next_cursor(connection: dict[str, Any]) -> str | None:
+        """The cursor to continue from, or None on the last page."""
+        page = connection.get("pageInfo") or {}
+        return page.get("endCursor") if page.get("hasNextPage") else None
+
+    def _levels(self, item_id: int, connection: dict[str, Any]) -> Iterator[Level]:
+        """Turn one page of InventoryLevel edges into Levels; undated ones are counted, not kept."""
+        for edge in connection.get("edges") or []:
+            node = (edge or {}).get("node") or {}
+            location = (node.get("location") or {}).get("id")
+            quantity = next(
+                (q for q in node.get("quantities") or [] if q and q.get("name") == "available"),
+                None,
+            )
+            updated_at = quantity.get("updatedAt") if quantity else None
+            if not location or not updated_at:
+                self.skipped += 1  # without a timestamp the stale guard cannot use it
+                continue
+            yield Level(
+                inventory_item_id=item_id,
+                location_id=_id_from_gid(location),
+                available=quantity.get("quantity"),
+                updated_at=_parse_time(updated_at),
+            )
+
+    # --- webhooks --------------------------------------------------------------------------
+
+    def list_webhook_subscriptions(self) -> list[Subscription]:
+        """All of the app's webhook subscriptions on this shop (to find missing ones)."""
+        uri = _uses_uri(self.api_version)
+        query = _subscriptions_query(uri)
+        found: list[Subscription] = []
+        cursor: str | None = None
+        while True:
+            variables = {"first": SUBSCRIPTIONS_PAGE_SIZE, "after": cursor}
+            data = self._execute(
+                query, variables, kind="subscriptions", count=1, first=SUBSCRIPTIONS_PAGE_SIZE
+            )
+            connection = data.get("webhookSubscriptions") or {}
+            for edge in connection.get("edges") or []:
+                found.append(self._subscription((edge or {}).get("node") or {}))
+            cursor = self._next_cursor(connection)
+            if not cursor:
+                return found
+
+    def create_webhook_subscription(self, topic: str, callback_url: str) -> Subscription:
+        """Subscribe `callback_url` (HTTPS) to `topic`; Shopify's userErrors become our error."""
+        uri = _uses_uri(self.api_version)
+        variables = {
+            "topic": topic_to_enum(topic),
+            "webhookSubscription": {
+                "uri" if uri else "callbackUrl": callback_url,
+                "format": "JSON",
+            },
+        }
+        data = self._execute(_create_mutation(uri), variables, kind="create", mutation=True)
+        payload = data.get("webhookSubscriptionCreate") or {}
+        user_errors = payload.get("userErrors") or []
+        if user_errors:
+            text = "; ".join(
+                f"{'.'.join(map(str, e.get('field') or [])) or '-'}: {e.get('message')}"
+                for e in user_errors
+            )
+            raise ShopifyAdminError(f"webhookSubscriptionCreate refused: {text}"[:300])
+        node = payload.get("webhookSubscription")
+        if not node:
+            raise ShopifyAdminError("webhookSubscriptionCreate returned no subscription")
+        return self._subscription(node)
+
+    @staticmethod
+    def _subscription(node: dict[str, Any]) -> Subscription:
+        """A listing/creation node → Subscription, whichever endpoint field the version has."""
+        if "uri" in node:
+            url = node.get("uri") or ""
+        else:
+            url = (node.get("endpoint") or {}).get("callbackUrl") or ""
+        return Subscription(
+            id=str(node.get("id", "")),
+            topic=enum_to_topic(str(node.get("topic", ""))),
+            callback_url=url,
+        )
+
+    # --- cost model ------------------------------------------------------------------------
+
+    def estimate_cost(self, kind: str, count: int, first: int = 0) -> int:
+        """Requested cost of a query before sending it: what Shopify said before, else its formula.
+
+        Formula (Shopify's documented rules): an object costs 1, a scalar 0, a connection 2 plus
+        the page size, a mutation 10. Answers then replace it with Shopify's own numbers.
+        """
+        seen = self._costs.get((kind, first))
+        if seen:
+            if count in seen:
+                return seen[count]
+            if len(seen) >= 2:
+                low, high = min(seen), max(seen)
+                slope = (seen[high] - seen[low]) / (high - low)
+                return max(1, math.ceil(seen[low] + slope * (count - low)))
+            ((known, cost),) = seen.items()
+            return max(1, math.ceil(cost * count / known))
+        if kind == "nodes":
+            return count * (1 + 2 + first)
+        if kind == "item":
+            return 1 + 2 + first
+        if kind == "subscriptions":
+            return 2 + first
+        return MUTATION_COST
+
+    def _cost_limit(self) -> int:
+        """The most one query may request: Shopify's single-query cap, and the bucket's size."""
+        if self._bucket is None:
+            return self.max_query_cost
+        return min(self.max_query_cost, int(self._bucket.maximum))
+
+    def _bucket_wait(self, cost: float) -> float:
+        """Seconds until our model of the bucket holds `cost` (0 if unknown or enough now)."""
+        bucket = self._bucket
+        if bucket is None or bucket.rate <= 0:
+            return 0.0
+        cost = min(cost, bucket.maximum)
+        elapsed = max(0.0, self._clock() - bucket.observed_at)
+        available = min(bucket.maximum, bucket.available + elapsed * bucket.rate)
+        wait = (cost - available) / bucket.rate
+        return wait if wait > 1e-6 else 0.0  # float dust is not worth a sleep
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep for the bucket, counted so the benchmark can show where time went."""
+        if seconds > 0:
+            self.waited += seconds
+            self._sleep(seconds)
+
+    def _observe(self, body: dict[str, Any], kind: str, count: int, first: int) -> int | None:
+        """Update the bucket model and cost memory from `extensions.cost`; return requested."""
+        cost = (body.get("extensions") or {}).get("cost")
+        if not isinstance(cost, dict):
+            return None
+        status = cost.get("throttleStatus")
+        if isinstance(status, dict):
+            # A malformed status only costs us pacing, not correctness.
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                self._bucket = _Bucket(
+                    maximum=float(status["maximumAvailable"]),
+                    available=float(status["currentlyAvailable"]),
+                    rate=float(status["restoreRate"]),
+                    observed_at=self._clock(),  # after the server measured: errs on the safe side
+                )
+        actual = cost.get("actualQueryCost")
+        if isinstance(actual, int | float):
+            self.actual_cost += int(actual)
+        requested = cost.get("requestedQueryCost")
+        if isinstance(requested, int | float):
+            self._costs.setdefault((kind, first), {})[count] = int(requested)
+            return int(requested)
+        return None
+
+    # --- transport -------------------------------------------------------------------------
+
+    def _execute(
+        self,
+        query: str,
+        variables: dict[str, Any],
+        *,
+        kind: str,
+        count: int = 1,
+        first: int = 0,
+        mutation: bool = False,
+    ) -> dict[str, Any]:
+        """Send one GraphQL operation when the bucket can hold it; return `data` or raise ours."""
+        estimate = self.estimate_cost(kind, count, first)
+        last_wait: float | None = None
+        for attempt in range(self.max_retries + 1):
+            self._pause(self._bucket_wait(estimate))
+            response = self._post({"query": query, "variables": variables}, idempotent=not mutation)
+            if response.status_code == 429:
+                self.throttled += 1
+                last_wait = _retry_after(response)
+                if last_wait is None:
+                    last_wait = self._bucket_wait(estimate) or _DEFAULT_RETRY_AFTER
+                if attempt < self.max_retries:
+                    self._pause(last_wait)
+                continue
+            body = self._json(response)
+            requested = self._observe(body, kind, count, first)
+            if requested is not None:
+                estimate = requested
+            errors = body.get("errors")
+            if not errors:
+                data = body.get("data")
+                if not isinstance(data, dict):
+                    raise ShopifyAdminError("Shopify answer has neither data nor errors")
+                return data
+            codes = _error_codes(errors)
+            if THROTTLED in codes:
+                self.throttled += 1
+                last_wait = max(self._bucket_wait(estimate), _MIN_THROTTLED_WAIT)
+                if attempt < self.max_retries:
+                    self._pause(last_wait)
+                continue
+            if MAX_COST_EXCEEDED in codes:
+                self._learn_refused_cost(errors, kind, count, first)
+                raise _CostExceeded(_error_text(errors))
+            code = next((c for c in codes if c), None)
+            raise ShopifyAdminError(f"GraphQL error: {_error_text(errors)}", code=code)
+        raise ShopifyThrottled(
+            f"Shopify throttled the query {self.max_retries + 1} times in a row",
+            retry_after=last_wait,
+        )
+
+    def _learn_refused_cost(self, errors: list[Any], kind: str, count: int, first: int) -> None:
+        """Remember the cost Shopify named when refusing, so the split is sized right."""
+        cost = None
+        for error in errors:
+            if not isinstance(error, dict):
+                continue
+            extensions = error.get("extensions") or {}
+            if isinstance(extensions.get("cost"), int | float):
+                cost = int(extensions["cost"])
+                break
+            match = _COST_IN_MESSAGE.search(str(error.get("message", "")))
+            if match:
+                cost = int(match.group(1))
+                break
+        if cost is None:  # unknown: at least make sure the same batch is not tried again whole
+            cost = self._cost_limit() + 1
+        self._costs.setdefault((kind, first), {})[count] = max(cost, self._cost_limit() + 1)
+
+    def _post(self, payload: dict[str, Any], *, idempotent: bool) -> requests.Response:
+        """POST with a few jittered retries on network errors and 5xx (reads only)."""
+        retry_on: tuple[type[BaseException], ...] = (
+            (requests.ConnectionError, requests.Timeout, _ServerBusy)
+            if idempotent
+            else (requests.ConnectTimeout,)  # a mutation may have landed: never resend it
+        )
+        headers = {"X-Shopify-Access-Token": self._token, "Accept": "application/json"}
+
+        def attempt() -> requests.Response:
+            self.queries += 1
+            response = self._session.post(
+                self.url, json=payload, headers=headers, timeout=self.timeout
+            )
+            if response.status_code in _TRANSIENT_STATUSES:
+                raise _ServerBusy(response)
+            return response
+
+        retrying = Retrying(
+            retry=retry_if_exception_type(retry_on),
+            stop=stop_after_attempt(_TRANSPORT_ATTEMPTS),
+            wait=wait_random_exponential(multiplier=0.5, max=8),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except _ServerBusy as err:
+            status = err.response.status_code
+            raise ShopifyAdminError(
+                f"Shopify Admin API answered HTTP {status}", status=status
+            ) from err
+        except requests.RequestException as err:
+            raise ShopifyAdminError(
+                f"Shopify Admin API unreachable: {type(err).__name__} ({self.url})"
+            ) from err
+
+    def _json(self, response: requests.Response) -> dict[str, Any]:
+        """The JSON body of a 2xx answer; any other status becomes a short ShopifyAdminError."""
+        status = response.status_code
+        if status == 401:
+            raise ShopifyAdminError(
+                "HTTP 401: Shopify rejected the Admin API access token (wrong or revoked token)",
+                status=status,
+            )
+        if status == 403:
+            raise ShopifyAdminError(
+                "HTTP 403: the Admin API access token lacks a required scope for this request",
+                status=status,
+            )
+        if status == 404:
+            raise ShopifyAdminError(
+                f"HTTP 404: no Admin GraphQL API at {self.url} (check shop URL and API version)",
+                status=status,
+            )
+        if status >= 400:
+            raise ShopifyAdminError(
+                f"HTTP {status} from Shopify Admin API: {response.text[:200]}", status=status
+            )
+        try:
+            body = response.json()
+        except ValueError as err:
+            raise ShopifyAdminError(f"Shopify answered HTTP {status} without JSON") from err
+        if not isinstance(body, dict):
+            raise ShopifyAdminError("Shopify answered with JSON that is not an object")
+        return body

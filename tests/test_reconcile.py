@@ -1,0 +1,217 @@
+"""The nightly reconciliation against a local Shopify Admin stand-in."""
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.core import mail
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from automation import jobs, reconcile
+from automation.inventory import LevelUpdate, apply_level
+from automation.models import (
+    AdGroupAction,
+    Claim,
+    Delivery,
+    ReconcileRun,
+    StockLevel,
+    WatchedItem,
+)
+from tests.shopify_standin import TOKEN, ShopifyStandIn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ITEM = 808950810
+STORE = 24826418
+PUBLIC = "https://automation.elbkerzen.example"
+CALLBACK = f"{PUBLIC}/webhooks/shopify/"
+
+
+@pytest.fixture
+def shop(httpserver, settings):
+    """A shop whose Admin API answers on 127.0.0.1; a generous bucket so waits stay short."""
+    standin = ShopifyStandIn(restore_rate=5000)
+    settings.SHOPIFY_ADMIN_URL = standin.install(httpserver)
+    settings.SHOPIFY_ADMIN_TOKEN = TOKEN
+    settings.PUBLIC_BASE_URL = PUBLIC
+    standin.subscriptions = [
+        {"id": f"gid://shopify/WebhookSubscription/{n}", "topic": topic, "uri": CALLBACK}
+        for n, topic in enumerate(
+            ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "CHECKOUTS_UPDATE", "ORDERS_CREATE"]
+        )
+    ]
+    yield standin
+    httpserver.check_handler_errors()
+
+
+@pytest.fixture
+def winterzauber(db):
+    return WatchedItem.objects.create(
+        inventory_item_id=ITEM, label="Winterzauber", ad_group_id="555", customer_id="1234567890"
+    )
+
+
+def webhook(available: int, at: str) -> None:
+    apply_level(LevelUpdate(ITEM, STORE, available, datetime.fromisoformat(at)), source="webhook")
+
+
+def test_a_dropped_sell_out_webhook_is_corrected(shop, winterzauber):
+    webhook(5, "2026-11-28T10:00:00+01:00")  # Saturday morning: in stock, ad group enabled
+    shop.add_item(ITEM, (STORE, 0, "2026-11-28T15:10:00Z"))  # sold out; the webhook was lost
+
+    run = reconcile.run_now()
+
+    assert run.status == ReconcileRun.Status.CORRECTED
+    assert run.items_checked == 1
+    assert run.levels_changed == 1
+    assert run.corrections == [
+        {
+            "item": ITEM,
+            "label": "Winterzauber",
+            "ad_group": "555",
+            "was": "ENABLED",
+            "now": "PAUSED",
+            "total_available": 0,
+        }
+    ]
+    latest = AdGroupAction.objects.first()
+    assert (latest.desired_status, latest.source) == ("PAUSED", "reconcile")
+    assert len(mail.outbox) == 1
+    assert "ENABLED → PAUSED" in mail.outbox[0].body
+    request = shop.requests[0]
+    assert request.headers["X-Shopify-Access-Token"] == TOKEN
+    assert f"gid://shopify/InventoryItem/{ITEM}" in str(request.variables)
+
+
+def test_an_older_shopify_level_leaves_state_untouched(shop, winterzauber):
+    webhook(7, "2026-11-28T16:00:00+01:00")
+    shop.add_item(ITEM, (STORE, 0, "2026-11-28T14:00:00Z"))  # older than what we stored
+
+    run = reconcile.run_now()
+
+    assert StockLevel.objects.get().available == 7
+    assert run.corrections == []
+    assert run.levels_changed == 0
+    assert run.status == ReconcileRun.Status.OK
+    assert AdGroupAction.objects.count() == 1
+
+
+def test_throttling_waits_instead_of_failing(shop, winterzauber):
+    shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+    shop.script("THROTTLED", "429")
+
+    run = reconcile.run_now()
+
+    assert run.errors == []
+    assert run.status == ReconcileRun.Status.OK
+    assert StockLevel.objects.get().available == 3
+
+
+def test_a_second_nightly_run_on_the_same_date_does_nothing(shop, winterzauber):
+    shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+    assert reconcile.run_nightly() is not None
+    calls = len(shop.requests)
+    assert reconcile.run_nightly() is None
+    assert jobs.nightly_reconcile() == "already ran today"
+    assert len(shop.requests) == calls
+    assert ReconcileRun.objects.count() == 1
+
+
+def test_the_missing_subscription_is_recreated_and_the_merchant_told(shop, winterzauber):
+    shop.subscriptions = [s for s in shop.subscriptions if s["topic"] != "CHECKOUTS_UPDATE"]
+    shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+
+    run = reconcile.run_now()
+
+    assert run.subscriptions_created == ["checkouts/update"]
+    created = [s for s in shop.subscriptions if s["topic"] == "CHECKOUTS_UPDATE"]
+    assert len(created) == 1
+    assert "checkouts/update" in mail.outbox[0].body
+    assert reconcile.missing_subscriptions(reconcile.admin_client()) == []
+
+
+def test_a_wrong_token_is_recorded_as_an_error_not_a_crash(shop, winterzauber, settings):
+    settings.SHOPIFY_ADMIN_TOKEN = "shpat_wrong"
+    run = reconcile.run_now()
+    assert run.status == ReconcileRun.Status.ERRORS
+    assert any("token" in error for error in run.errors)
+    assert len(mail.outbox) == 1
+
+
+def test_without_a_token_the_run_says_not_configured(settings, admin_client):
+    settings.SHOPIFY_ADMIN_TOKEN = ""
+    run = reconcile.run_now()
+    assert run.status == ReconcileRun.Status.NOT_CONFIGURED
+    page = admin_client.get("/admin/automation/reconcilerun/").content.decode()
+    assert "not configured" in page
+
+
+def test_overdue_run_happens_when_the_last_success_is_older_than_26_hours(settings):
+    settings.SHOPIFY_ADMIN_TOKEN = ""
+    now = timezone.now()
+    ReconcileRun.objects.create(
+        local_date=(now - timedelta(days=2)).date(),
+        started_at=now - timedelta(hours=25),
+        status=ReconcileRun.Status.OK,
+    )
+    assert reconcile.run_if_overdue(now) is None
+    ReconcileRun.objects.update(started_at=now - timedelta(hours=27))
+    assert reconcile.run_if_overdue(now) is not None
+
+
+def test_housekeeping_deletes_expired_claims_and_drops_old_bodies(settings):
+    settings.SHOPIFY_ADMIN_TOKEN = ""
+    now = timezone.now()
+    Claim.objects.create(
+        key="old", created_at=now - timedelta(days=31), expires_at=now - timedelta(days=1)
+    )
+    Claim.objects.create(key="live", created_at=now, expires_at=now + timedelta(days=1))
+    old = Delivery.objects.create(source="shopify", topic="x", webhook_id="1", body=b"{}")
+    new = Delivery.objects.create(source="shopify", topic="x", webhook_id="2", body=b"{}")
+    Delivery.objects.filter(pk=old.pk).update(received_at=now - timedelta(days=31))
+
+    run = reconcile.run_now()
+
+    assert (run.claims_deleted, run.bodies_dropped) == (1, 1)
+    assert list(Claim.objects.values_list("key", flat=True)) == ["live"]
+    old.refresh_from_db()
+    new.refresh_from_db()
+    assert old.body is None and old.topic == "x"
+    assert bytes(new.body) == b"{}"
+
+
+def test_reconcile_command_prints_the_summary(shop, winterzauber, capsys):
+    shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+    call_command("reconcile")
+    out = capsys.readouterr().out
+    assert "items checked: 1" in out
+
+
+def test_shopify_webhooks_command_checks_and_syncs(shop, capsys):
+    shop.subscriptions = shop.subscriptions[:2]
+    with pytest.raises(CommandError, match="2 subscription"):
+        call_command("shopify_webhooks", "--check")
+    call_command("shopify_webhooks", "--sync")
+    assert "checkouts/update" in capsys.readouterr().out
+    call_command("shopify_webhooks", "--check")
+
+
+def test_nightly_cron_fires_at_three_local_in_winter_and_summer(redis):
+    from django_rq.cron import DjangoCronScheduler
+
+    scheduler = DjangoCronScheduler()
+    scheduler.load_config_from_file("automation.cron")
+    (nightly,) = [
+        job for job in scheduler.get_jobs() if job.func_name.endswith("nightly_reconcile")
+    ]
+    assert nightly.cron == "0 3 * * *"
+    berlin = ZoneInfo("Europe/Berlin")
+    for base, expected in [
+        ("2026-07-01T12:00:00+00:00", "2026-07-02T01:00:00+00:00"),  # CEST
+        ("2026-12-01T12:00:00+00:00", "2026-12-02T02:00:00+00:00"),  # CET
+    ]:
+        nightly.latest_enqueue_time = datetime.fromisoformat(base)
+        fires = nightly.get_next_enqueue_time()
+        assert fires == datetime.fromisoformat(expected).astimezone(UTC)
+        assert fires.astimezone(berlin).hour == 3

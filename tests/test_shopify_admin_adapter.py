@@ -1,0 +1,339 @@
+"""The Shopify Admin adapter against the local stand-in: pagination, cost pacing, errors, webhooks.
+
+The stand-in and the adapter share one fake clock whose `sleep` advances it, so throttle waits are
+exact and instant: a test can say "the adapter waited 6.9 s" without taking 6.9 s.
+"""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+
+import pytest
+
+from automation.adapters.shopify_admin import (
+    Level,
+    ShopifyAdmin,
+    ShopifyAdminError,
+    ShopifyThrottled,
+    Subscription,
+    enum_to_topic,
+    topic_to_enum,
+)
+from tests.shopify_standin import TOKEN, ShopifyStandIn
+
+WHEN = "2026-11-02T09:30:00Z"
+CALLBACK = "https://automation.elbkerzen.example/webhooks/shopify"
+
+
+class FakeClock:
+    """Monotonic time that only moves when someone sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def shop(httpserver, clock) -> ShopifyStandIn:
+    standin = ShopifyStandIn(clock=clock)
+    standin.install(httpserver)
+    yield standin
+    httpserver.check_handler_errors()
+
+
+def make_admin(shop: ShopifyStandIn, clock: FakeClock, **kwargs) -> ShopifyAdmin:
+    kwargs.setdefault("token", TOKEN)
+    return ShopifyAdmin(shop.base_url, sleep=clock.sleep, clock=clock, **kwargs)
+
+
+def stock(shop: ShopifyStandIn, items: range, locations: int = 3) -> None:
+    for item_id in items:
+        shop.add_item(item_id, *[(500 + n, n, WHEN) for n in range(locations)])
+
+
+def answers(shop: ShopifyStandIn) -> list[str]:
+    return [r.answer for r in shop.requests]
+
+
+def test_token_header_version_and_variables_reach_shopify(shop, clock):
+    shop.add_item(808950810, (24826418, 7, "2026-11-02T10:30:00+01:00"))
+    admin = make_admin(shop, clock, levels_per_item=10)
+
+    levels = list(admin.fetch_levels([808950810]))
+
+    assert levels == [
+        Level(808950810, 24826418, 7, datetime(2026, 11, 2, 9, 30, tzinfo=UTC)),
+    ]
+    assert levels[0].updated_at.tzinfo is UTC
+    (request,) = shop.requests
+    assert request.headers["X-Shopify-Access-Token"] == TOKEN
+    assert request.root == "nodes"
+    assert request.variables == {"ids": ["gid://shopify/InventoryItem/808950810"], "first": 10}
+    assert admin.url.endswith("/admin/api/2026-07/graphql.json")
+
+
+def test_levels_are_paged_across_batches_and_items_with_many_locations(shop, clock):
+    """120 items in batches of 50; every tenth item has 7 levels, more than a page of 3."""
+    for item_id in range(1, 121):
+        count = 7 if item_id % 10 == 0 else 2
+        shop.add_item(item_id, *[(9000 + n, item_id * 100 + n, WHEN) for n in range(count)])
+    admin = make_admin(shop, clock, batch_size=50, levels_per_item=3)
+
+    levels = list(admin.fetch_levels(list(range(1, 121))))
+
+    expected = {
+        (item_id, 9000 + n, item_id * 100 + n)
+        for item_id in range(1, 121)
+        for n in range(7 if item_id % 10 == 0 else 2)
+    }
+    assert {(lv.inventory_item_id, lv.location_id, lv.available) for lv in levels} == expected
+    assert len(levels) == len(expected)  # nothing twice
+    batches = [len(r.variables["ids"]) for r in shop.requests if r.root == "nodes"]
+    assert batches == [50, 50, 20]
+    follow_ups = [r for r in shop.requests if r.root == "inventoryItem"]
+    assert len(follow_ups) == 12 * 2  # 7 levels = 3 in the batch, then pages of 3 and 1
+    assert all(r.variables["after"] for r in follow_ups)
+    assert set(answers(shop)) == {"ok"}
+
+
+def test_deleted_item_is_skipped_and_undated_level_counted(shop, clock):
+    shop.add_item(1, (11, 4, WHEN), (12, 5, None))
+    shop.add_item(3, (11, 0, WHEN))
+    admin = make_admin(shop, clock)
+
+    levels = list(admin.fetch_levels([1, 2, 3]))
+
+    assert [(lv.inventory_item_id, lv.location_id, lv.available) for lv in levels] == [
+        (1, 11, 4),
+        (3, 11, 0),
+    ]
+    assert admin.skipped == 1
+    assert admin.missing == 1
+
+
+def test_throttled_answers_are_waited_out_then_the_same_query_succeeds(shop, clock):
+    stock(shop, range(1, 11))
+    shop.script("THROTTLED", "THROTTLED")  # e.g. another worker emptied the bucket, twice
+    admin = make_admin(shop, clock, levels_per_item=5)
+
+    levels = list(admin.fetch_levels(list(range(1, 11))))
+
+    assert len(levels) == 30
+    assert answers(shop) == ["THROTTLED", "THROTTLED", "ok"]
+    requested = shop.requests[0].requested_cost  # 10 items × (1 + 2 + 5) = 80
+    assert requested == 80
+    # Empty bucket, 100 points/s: 0.8 s is exactly enough, each time.
+    assert clock.sleeps == [pytest.approx(0.8, abs=0.011)] * 2
+    assert {r.variables["ids"][0] for r in shop.requests} == {"gid://shopify/InventoryItem/1"}
+    assert admin.throttled == 2
+
+
+def test_pacing_keeps_out_of_throttled_and_close_to_the_floor(httpserver, clock):
+    """A small bucket (200 points, 50/s): the adapter waits before sending, never after."""
+    shop = ShopifyStandIn(clock=clock, maximum_available=200, restore_rate=50)
+    shop.install(httpserver)
+    stock(shop, range(1, 201))
+    admin = make_admin(shop, clock, batch_size=25, levels_per_item=3)
+
+    levels = list(admin.fetch_levels(list(range(1, 201))))
+
+    assert len(levels) == 600
+    assert "THROTTLED" not in answers(shop)
+    elapsed = clock.now - 1_000.0
+    floor = (shop.total_actual_cost - 200) / 50
+    last = shop.requests[-1]
+    # The only unavoidable extra: the last query must find its *requested* cost in the bucket.
+    assert floor <= elapsed <= floor + (last.requested_cost - last.actual_cost) / 50 + 0.05
+    assert admin.actual_cost == shop.total_actual_cost
+
+
+def test_http_429_honours_retry_after(shop, clock):
+    stock(shop, range(1, 3))
+    shop.script(("429", 2.5))
+    admin = make_admin(shop, clock)
+
+    assert len(list(admin.fetch_levels([1, 2]))) == 6
+
+    assert answers(shop) == ["429", "ok"]
+    assert clock.sleeps == [2.5]
+
+
+def test_throttled_without_end_raises_shopify_throttled(shop, clock):
+    stock(shop, range(1, 3))
+    shop.script(*["THROTTLED"] * 3)
+    admin = make_admin(shop, clock, max_retries=2)
+
+    with pytest.raises(ShopifyThrottled) as caught:
+        list(admin.fetch_levels([1, 2]))
+
+    assert isinstance(caught.value, ShopifyAdminError)
+    assert caught.value.retry_after and caught.value.retry_after > 0
+    assert answers(shop) == ["THROTTLED"] * 3
+
+
+def test_bad_token_says_so(shop, clock):
+    admin = make_admin(shop, clock, token="shpat_wrong")
+
+    with pytest.raises(ShopifyAdminError, match="access token") as caught:
+        list(admin.fetch_levels([1]))
+
+    assert caught.value.status == 401
+    assert len(shop.requests) == 1  # not retried
+
+
+def test_batch_over_max_cost_is_split_in_halves(shop, clock):
+    """50 items × (1 + 2 + 50) = 2,650 points > 1,000: halves, then halves again."""
+    stock(shop, range(1, 51), locations=50)
+    admin = make_admin(shop, clock, batch_size=50, levels_per_item=50)
+
+    assert len(list(admin.fetch_levels(list(range(1, 51))))) == 2500
+
+    assert [len(r.variables["ids"]) for r in shop.requests] == [12, 13, 12, 13]
+    assert max(r.requested_cost for r in shop.requests) <= 1000
+    assert "MAX_COST_EXCEEDED" not in answers(shop)
+
+
+def test_pages_shrink_to_the_levels_items_have(shop, clock):
+    """Asking for 50 levels when items have 3 reserves 47 unused points per item: ask for 6."""
+    stock(shop, range(1, 101))
+    shop.add_item(77, *[(500 + n, n, WHEN) for n in range(9)])  # one item at more locations
+    admin = make_admin(shop, clock, batch_size=50, levels_per_item=50)
+
+    assert len(list(admin.fetch_levels(list(range(1, 101))))) == 99 * 3 + 9
+
+    shapes = [
+        (r.root, len(r.variables.get("ids", [])), r.variables["first"]) for r in shop.requests
+    ]
+    assert shapes == [
+        ("nodes", 12, 50),  # nothing known yet: 12 × 53 = 636 fits, 25 × 53 would not
+        ("nodes", 13, 6),
+        ("nodes", 25, 6),
+        ("nodes", 50, 6),  # item 77's 9 levels arrive as 6 ...
+        ("inventoryItem", 0, 50),  # ... and the rest in one follow-up
+    ]
+
+
+def test_a_refused_batch_teaches_the_cost_and_is_split(httpserver, clock):
+    """Shopify's formula differs from ours (here: a stricter cap): the refusal is not fatal."""
+    shop = ShopifyStandIn(clock=clock, max_query_cost=300)
+    shop.install(httpserver)
+    stock(shop, range(1, 41))
+    admin = make_admin(shop, clock, batch_size=40, levels_per_item=10)  # 40 × 13 = 520 points
+
+    assert len(list(admin.fetch_levels(list(range(1, 41))))) == 120
+
+    assert answers(shop)[0] == "MAX_COST_EXCEEDED"
+    assert [len(r.variables["ids"]) for r in shop.requests[1:]] == [20, 20]
+    assert set(answers(shop)[1:]) == {"ok"}
+
+
+def test_server_error_is_retried_for_reads(shop, clock):
+    stock(shop, range(1, 2))
+    shop.script(503)
+    admin = make_admin(shop, clock)
+
+    assert len(list(admin.fetch_levels([1]))) == 3
+    assert answers(shop) == ["503", "ok"]
+
+
+def test_unreachable_shop_is_our_error(clock):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    admin = ShopifyAdmin(f"http://127.0.0.1:{port}", TOKEN, sleep=clock.sleep, clock=clock)
+
+    with pytest.raises(ShopifyAdminError, match="unreachable"):
+        list(admin.fetch_levels([1]))
+
+
+def test_missing_subscription_is_found_and_created(shop, clock):
+    """Three of our four topics are subscribed (among 101 others: two pages); one is missing."""
+    wanted = ["inventory_levels/update", "checkouts/create", "checkouts/update", "orders/create"]
+    for n in range(101):
+        shop.subscriptions.append(
+            {
+                "id": f"gid://shopify/WebhookSubscription/{n}",
+                "topic": "PRODUCTS_UPDATE",
+                "uri": f"https://other.example/{n}",
+            }
+        )
+    for n, topic in enumerate(["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "ORDERS_CREATE"]):
+        shop.subscriptions.append(
+            {"id": f"gid://shopify/WebhookSubscription/9{n}", "topic": topic, "uri": CALLBACK}
+        )
+    admin = make_admin(shop, clock)
+
+    present = admin.list_webhook_subscriptions()
+    have = {s.topic for s in present if s.callback_url == CALLBACK}
+    missing = [topic for topic in wanted if topic not in have]
+    created = [admin.create_webhook_subscription(topic, CALLBACK) for topic in missing]
+
+    assert len(present) == 104
+    assert [r.variables["after"] is None for r in shop.requests[:2]] == [True, False]
+    assert missing == ["checkouts/update"]
+    assert created == [Subscription(created[0].id, "checkouts/update", CALLBACK)]
+    mutation = shop.requests[-1]
+    assert mutation.root == "webhookSubscriptionCreate"
+    assert mutation.variables == {
+        "topic": "CHECKOUTS_UPDATE",
+        "webhookSubscription": {"uri": CALLBACK, "format": "JSON"},
+    }
+    assert {"topic": "CHECKOUTS_UPDATE", "uri": CALLBACK}.items() <= shop.subscriptions[-1].items()
+
+
+def test_create_refused_by_shopify_raises_with_its_message(shop, clock):
+    shop.subscriptions.append(
+        {"id": "gid://shopify/WebhookSubscription/1", "topic": "ORDERS_CREATE", "uri": CALLBACK}
+    )
+    admin = make_admin(shop, clock)
+
+    with pytest.raises(ShopifyAdminError, match="already been taken"):
+        admin.create_webhook_subscription("orders/create", CALLBACK)
+
+
+def test_older_api_versions_use_callback_url(httpserver, clock):
+    """Before 2025-10 there is no `uri`: the endpoint union and `callbackUrl` input instead."""
+    shop = ShopifyStandIn(clock=clock, api_version="2025-07")
+    shop.install(httpserver)
+    admin = make_admin(shop, clock, api_version="2025-07")
+
+    created = admin.create_webhook_subscription("inventory_levels/update", CALLBACK)
+    listed = admin.list_webhook_subscriptions()
+
+    assert shop.requests[0].variables["webhookSubscription"] == {
+        "callbackUrl": CALLBACK,
+        "format": "JSON",
+    }
+    assert "WebhookHttpEndpoint" in shop.requests[1].query
+    assert listed == [created]
+    assert created.callback_url == CALLBACK
+
+
+@pytest.mark.parametrize(
+    ("topic", "enum"),
+    [
+        ("inventory_levels/update", "INVENTORY_LEVELS_UPDATE"),
+        ("checkouts/create", "CHECKOUTS_CREATE"),
+        ("checkouts/update", "CHECKOUTS_UPDATE"),
+        ("orders/create", "ORDERS_CREATE"),
+        ("app/uninstalled", "APP_UNINSTALLED"),
+        ("app/scopes_update", "APP_SCOPES_UPDATE"),
+    ],
+)
+def test_topic_names_map_both_ways(topic, enum):
+    assert topic_to_enum(topic) == enum
+    assert enum_to_topic(enum) == topic
+    assert topic_to_enum(enum) == enum
