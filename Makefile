@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint format install clean
+.PHONY: run test lint format install clean chaos bench
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,16 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
+
+# A replayable shop day with faults, checked against the truth (see README). ARGS="--seed 7 ..."
+chaos: export SECRET_KEY ?= chaos-only-not-secret
+chaos: $(STAMP)
+	$(BIN)/python -m chaos $(ARGS)
+
+# Benchmarks (not tests); results go to docs/PERFORMANCE.md.
+bench: export SECRET_KEY ?= bench-only-not-secret
+bench: $(STAMP)
+	$(BIN)/python -m bench $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
