@@ -10,6 +10,7 @@ urlpatterns = [
     path("webhooks/stripe/", views.stripe_webhook, name="stripe-webhook"),
     path("healthz", views.healthz, name="healthz"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
+    path("api/", include("automation.api.urls")),
     path("admin/rq/", include("django_rq.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,5 +1,7 @@
 """Watched products and the newest stock level we know per location."""
 
+from decimal import Decimal
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -40,6 +42,19 @@ class WatchedItem(models.Model):
     )
     enabled = models.BooleanField(
         default=True, help_text="Switch off to stop touching this ad group for now."
+    )
+    clicks_per_day = models.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        default=Decimal("40"),
+        help_text="About how many paid clicks this ad group gets a day (Google Ads shows it); "
+        "the dashboard uses it to price the minutes an ad ran for a sold-out product.",
+    )
+    cost_per_click = models.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        default=Decimal("0.60"),
+        help_text="What one click costs you on average, in euros.",
     )
 
     class Meta:
