@@ -3,7 +3,8 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1
+    PIP_NO_CACHE_DIR=1 \
+    PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus
 
 WORKDIR /app
 COPY requirements.txt .
@@ -14,6 +15,7 @@ RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput \
     && useradd --create-home --uid 10001 app \
     && mkdir -p /app/var && chown -R app /app/var
 USER app
+RUN mkdir -p /tmp/prometheus
 
 EXPOSE 8000
 # Four sync workers with persistent DB connections (CONN_MAX_AGE) and one Redis pool each.

@@ -18,8 +18,10 @@ install: $(STAMP)
 run: export DEBUG ?= 1
 run: export SHOPIFY_WEBHOOK_SECRETS ?= demo_secret
 run: export STRIPE_WEBHOOK_SECRETS ?= whsec_demo
+run: export PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/prometheus
 run: $(STAMP)
 	mkdir -p var
+	rm -rf "$$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"
 	$(BIN)/python manage.py ensure_redis
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo_setup

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
+from . import metrics
 from .exceptions import PermanentAdsError, TransientAdsError
 from .models import AdGroupAction, Delivery
 
@@ -82,4 +83,6 @@ def apply_status(
     except (TransientAdsError, PermanentAdsError) as err:
         AdGroupAction.objects.create(**fields, result=Result.FAILED, error=str(err)[:2000])
         raise
+    if delivery is not None and delivery.triggered_at is not None:
+        metrics.REACTION_SECONDS.observe((requested_at - delivery.triggered_at).total_seconds())
     return AdGroupAction.objects.create(**fields, result=result, applied_at=timezone.now())

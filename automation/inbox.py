@@ -16,6 +16,7 @@ from rq.job import Job, JobStatus
 
 from . import alerts
 from .exceptions import InvalidPayload, PermanentError
+from .log_context import delivery_context
 from .models import Delivery
 from .queues import default_queue, redis_client
 from .sources import Incoming
@@ -203,6 +204,12 @@ def claim(delivery_id: int) -> Delivery | None:
 
 
 def process(delivery_id: int, *, final_attempt: bool) -> str:
+    """Process one delivery with its id on every log line of the way."""
+    with delivery_context(delivery_id):
+        return _process(delivery_id, final_attempt=final_attempt)
+
+
+def _process(delivery_id: int, *, final_attempt: bool) -> str:
     """Claim the delivery, run its handler, record the outcome; returns the final status.
 
     Safe to run twice: only a `received` or `failed` row can be claimed. A handler exception

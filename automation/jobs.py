@@ -13,7 +13,7 @@ from typing import ParamSpec, TypeVar
 from django.db import close_old_connections, connection
 from rq import get_current_job
 
-from . import checkouts, inbox, promotions, reconcile
+from . import checkouts, inbox, metrics, promotions, reconcile
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -25,11 +25,14 @@ def _refresh_connections() -> None:
 
 
 def _job(func: Callable[P, R]) -> Callable[P, R]:
+    timer = metrics.JOB_SECONDS.labels(func.__name__)
+
     @functools.wraps(func)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         _refresh_connections()
         try:
-            return func(*args, **kwargs)
+            with timer.time():
+                return func(*args, **kwargs)
         finally:
             _refresh_connections()
 

@@ -1,6 +1,9 @@
 """Thin HTTP views: webhooks (verify, store, enqueue, answer), health, unsubscribe."""
 
+import hmac
+import ipaddress
 import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -11,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from . import health, inbox, reminder_mail
+from . import health, inbox, metrics, reminder_mail
 from .exceptions import WebhookRejected
 from .models import SuppressedAddress
 from .privacy import mask_email
@@ -21,6 +24,18 @@ logger = logging.getLogger(__name__)
 
 
 def _intake(request: HttpRequest, verify: Callable[[HttpRequest], Incoming]) -> JsonResponse:
+    started = time.perf_counter()
+    try:
+        return _verify_and_record(request, verify)
+    finally:
+        metrics.INTAKE_SECONDS.labels(request.path.strip("/").rsplit("/", 1)[-1]).observe(
+            time.perf_counter() - started
+        )
+
+
+def _verify_and_record(
+    request: HttpRequest, verify: Callable[[HttpRequest], Incoming]
+) -> JsonResponse:
     try:
         incoming = verify(request)
     except WebhookRejected as err:
@@ -50,10 +65,9 @@ def stripe_webhook(request: HttpRequest) -> JsonResponse:
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     results = health.check()
-    healthy = all(state == "ok" for state in results.values())
-    return JsonResponse(
-        {"status": "ok" if healthy else "fail", **results}, status=200 if healthy else 503
-    )
+    broken = health.failing(results)
+    body = {"status": "fail" if broken else "ok", "failing": broken, **results}
+    return JsonResponse(body, status=503 if broken else 200)
 
 
 @csrf_exempt  # RFC 8058 one-click POSTs come without a CSRF token; the signed token protects it
@@ -74,3 +88,24 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     if request.method != "GET":
         return HttpResponseNotAllowed(["GET", "POST"])
     return render(request, "automation/unsubscribe.html", context)
+
+
+def _from_loopback(request: HttpRequest) -> bool:
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False
+
+
+@require_GET
+def prometheus_metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus scrape; needs METRICS_TOKEN as a bearer token, or a loopback caller if unset."""
+    token = settings.METRICS_TOKEN
+    if token:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return HttpResponse("metrics need the METRICS_TOKEN bearer token\n", status=401)
+    elif not _from_loopback(request):
+        return HttpResponse("metrics are served to localhost only; set METRICS_TOKEN\n", status=403)
+    body, content_type = metrics.render()
+    return HttpResponse(body, content_type=content_type)

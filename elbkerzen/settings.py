@@ -181,11 +181,35 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
+# JSON lines in production, readable lines in development; every line of a delivery's
+# processing names it, and e-mail addresses are masked whatever logs them.
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "delivery": {"()": "automation.log_context.DeliveryIdFilter"},
+        "redact": {"()": "automation.log_context.RedactEmailsFilter"},
+    },
+    "formatters": {
+        "plain": {
+            "format": "%(asctime)s %(levelname)s %(name)s [delivery %(delivery_id)s] %(message)s"
+        },
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(delivery_id)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["delivery", "redact"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"rq.worker": {"level": "WARNING"}},
 }
+
+# Prometheus scrapes /metrics with this bearer token; unset, only localhost may scrape.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

@@ -9,6 +9,7 @@ urlpatterns = [
     path("webhooks/shopify/", views.shopify_webhook, name="shopify-webhook"),
     path("webhooks/stripe/", views.stripe_webhook, name="stripe-webhook"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.prometheus_metrics, name="metrics"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
     path("api/", include("automation.api.urls")),
     path("admin/rq/", include("django_rq.urls")),

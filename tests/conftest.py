@@ -106,3 +106,27 @@ def google_ads(ads_standin, settings, monkeypatch):
     client = make_test_client(ads_standin)
     monkeypatch.setattr(ads, "google_client", lambda: client)
     return ads_standin
+
+
+@pytest.fixture
+def alive_service(queue, db):
+    """A registered RQ worker holding the scheduler lock, and a fresh reconciliation run."""
+    from django.utils import timezone
+    from rq.scheduler import RQScheduler
+
+    from automation.models import ReconcileRun
+
+    worker = SimpleWorker([queue], connection=queue.connection)
+    worker.register_birth()
+    scheduler = RQScheduler([queue], connection=queue.connection)
+    scheduler.acquire_locks()
+    now = timezone.now()
+    ReconcileRun.objects.create(
+        local_date=timezone.localdate(now),
+        started_at=now,
+        finished_at=now,
+        status=ReconcileRun.Status.OK,
+    )
+    yield worker
+    scheduler.release_locks()
+    worker.register_death()

@@ -12,13 +12,18 @@ from automation.models import Delivery
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_healthz_is_200_when_database_and_redis_answer(client, redis):
+def test_healthz_is_200_when_every_part_answers(client, alive_service):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["failing"] == []
+    assert (body["database"], body["redis"], body["scheduler"]) == ("ok", "ok", "ok")
+    assert body["workers"] == "ok (1 alive)"
+    assert body["reconciliation"].startswith("ok (0.0 h ago")
 
 
-def test_healthz_is_503_naming_the_database_when_it_fails(client, redis, monkeypatch):
+def test_healthz_is_503_naming_the_database_when_it_fails(client, alive_service, monkeypatch):
     from automation import health
 
     class Broken:
@@ -29,6 +34,29 @@ def test_healthz_is_503_naming_the_database_when_it_fails(client, redis, monkeyp
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["database"] == "error: OperationalError"
+    assert response.json()["failing"] == ["database"]
+
+
+def test_healthz_names_missing_workers_scheduler_and_reconciliation(client, queue):
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["workers", "scheduler", "reconciliation"]
+    assert body["workers"] == "error: no RQ worker alive"
+    assert body["reconciliation"] == "error: never ran"
+
+
+def test_healthz_fails_when_the_last_reconciliation_is_too_old(client, alive_service):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from automation.models import ReconcileRun
+
+    ReconcileRun.objects.update(finished_at=timezone.now() - timedelta(hours=30))
+    body = client.get("/healthz").json()
+    assert body["failing"] == ["reconciliation"]
+    assert body["reconciliation"] == "error: last run 30 h ago"
 
 
 def test_cron_config_registers_the_sweeper_every_minute(redis):
