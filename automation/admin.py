@@ -10,6 +10,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from . import inbox, inventory, promotions
 from .forms import PromotionForm
@@ -74,10 +75,10 @@ class DeliveryAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
         return False
 
-    @admin.display(description="body")
+    @admin.display(description=_("body"))
     def pretty_body(self, obj: Delivery) -> str:
         if obj.body is None:
-            return "(dropped after the retention period)"
+            return _("(dropped after the retention period)")
         raw = bytes(obj.body)
         try:
             text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
@@ -85,16 +86,18 @@ class DeliveryAdmin(admin.ModelAdmin):
             text = raw.decode("utf-8", errors="replace")
         return format_html("<pre style='white-space: pre-wrap'>{}</pre>", text)
 
-    @admin.action(description="Replay selected failed or dead deliveries")
+    @admin.action(description=_("Replay selected failed or dead deliveries"))
     def replay(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         replayed = inbox.replay(ids)
         skipped = len(ids) - replayed
-        self.message_user(request, f"Replaying {replayed} deliveries.", messages.SUCCESS)
+        self.message_user(
+            request, _("Replaying %(count)d deliveries.") % {"count": replayed}, messages.SUCCESS
+        )
         if skipped:
             self.message_user(
                 request,
-                f"Skipped {skipped} that are neither failed nor dead.",
+                _("Skipped %(count)d that are neither failed nor dead.") % {"count": skipped},
                 messages.WARNING,
             )
 
@@ -117,11 +120,11 @@ class WatchedItemAdmin(admin.ModelAdmin):
     list_filter = ("enabled",)
     search_fields = ("label", "inventory_item_id", "ad_group_id")
 
-    @admin.display(description="available now")
+    @admin.display(description=_("available now"))
     def total_available(self, obj: WatchedItem) -> int:
         return inventory.total_available(obj.inventory_item_id)
 
-    @admin.display(description="last stock update")
+    @admin.display(description=_("last stock update"))
     def last_stock_update(self, obj: WatchedItem):
         level = (
             StockLevel.objects.filter(inventory_item_id=obj.inventory_item_id)
@@ -130,7 +133,7 @@ class WatchedItemAdmin(admin.ModelAdmin):
         )
         return level.updated_at if level else "–"
 
-    @admin.display(description="last action")
+    @admin.display(description=_("last action"))
     def last_action(self, obj: WatchedItem) -> str:
         action = AdGroupAction.objects.filter(
             customer_id=obj.customer_id, ad_group_id=obj.ad_group_id
@@ -185,12 +188,12 @@ class ReminderSettingsAdmin(admin.ModelAdmin):
     """One row; the list view goes straight to it and warns when discounts cannot be sent."""
 
     fieldsets = (
-        ("When", {"fields": ("reminder_delay_minutes", "frequency_cap_days")}),
+        (_("When"), {"fields": ("reminder_delay_minutes", "frequency_cap_days")}),
         (
-            "Expected value",
+            _("Expected value"),
             {"fields": ("p0", "p_plain", "p_discount", "default_margin_rate")},
         ),
-        ("Discount", {"fields": ("discount_code", "discount_rate", "discount_cooldown_days")}),
+        (_("Discount"), {"fields": ("discount_code", "discount_rate", "discount_cooldown_days")}),
     )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -208,8 +211,10 @@ class ReminderSettingsAdmin(admin.ModelAdmin):
         if not config.discount_code.strip():
             self.message_user(
                 request,
-                "No discount code configured: reminders are sent without a discount until you "
-                "enter one.",
+                _(
+                    "No discount code configured: reminders are sent without a discount until "
+                    "you enter one."
+                ),
                 messages.WARNING,
             )
         return super().change_view(request, object_id, form_url, extra_context)
@@ -249,7 +254,7 @@ class ReminderDecisionAdmin(ReadOnlyAdmin):
     date_hierarchy = "decided_at"
     list_select_related = ("checkout",)
 
-    @admin.display(description="e-mail")
+    @admin.display(description=_("e-mail"))
     def masked_email(self, obj: ReminderDecision) -> str:
         return mask_email(obj.email)
 
@@ -269,7 +274,7 @@ class CheckoutStateAdmin(ReadOnlyAdmin):
     list_filter = ("source", "accepts_marketing", ("completed_at", admin.EmptyFieldListFilter))
     search_fields = ("token", "email")
 
-    @admin.display(description="e-mail")
+    @admin.display(description=_("e-mail"))
     def masked_email(self, obj: CheckoutState) -> str:
         return mask_email(obj.email)
 
@@ -314,22 +319,22 @@ class PromotionAdmin(admin.ModelAdmin):
         "last_error",
     )
 
-    @admin.display(description="local start")
+    @admin.display(description=_("local start"))
     def local_start(self, obj: Promotion) -> str:
         return f"{obj.start_date} {obj.start_time:%H:%M}" if obj.start_date else "–"
 
-    @admin.display(description="local end")
+    @admin.display(description=_("local end"))
     def local_end(self, obj: Promotion) -> str:
         return f"{obj.end_date} {obj.end_time:%H:%M}" if obj.end_date else "–"
 
-    @admin.display(description="schedule")
+    @admin.display(description=_("schedule"))
     def schedule(self, obj: Promotion) -> str:
         now = timezone.now()
         lines = [
             promotions.describe_instant(label, day, clock, obj.time_zone, now)
             for label, day, clock in (
-                ("starts", obj.start_date, obj.start_time),
-                ("ends", obj.end_date, obj.end_time),
+                (_("starts"), obj.start_date, obj.start_time),
+                (_("ends"), obj.end_date, obj.end_time),
             )
             if day and clock is not None
         ]
@@ -362,7 +367,7 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
     )
     list_filter = ("status", "trigger")
 
-    @admin.display(description="corrections")
+    @admin.display(description=_("corrections"))
     def correction_count(self, obj: ReconcileRun) -> int:
         return len(obj.corrections)
 
@@ -370,8 +375,10 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
         if not settings.SHOPIFY_ADMIN_TOKEN:
             self.message_user(
                 request,
-                "The nightly reconciliation is not configured: set SHOPIFY_ADMIN_TOKEN so it can "
-                "read the true stock from Shopify.",
+                _(
+                    "The nightly reconciliation is not configured: set SHOPIFY_ADMIN_TOKEN so it "
+                    "can read the true stock from Shopify."
+                ),
                 messages.WARNING,
             )
         return super().changelist_view(request, extra_context)

@@ -2,9 +2,16 @@
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from . import promotions
 from .models import Promotion
+
+MISSING_HALF = {
+    "start": gettext_lazy("Give both a date and a time for the start."),
+    "end": gettext_lazy("Give both a date and a time for the end."),
+}
 
 
 class PromotionForm(forms.ModelForm):
@@ -29,7 +36,7 @@ class PromotionForm(forms.ModelForm):
         for edge in ("start", "end"):
             day, clock = data.get(f"{edge}_date"), data.get(f"{edge}_time")
             if (day is None) != (clock is None):
-                self.add_error(f"{edge}_time", f"Give both a date and a time for the {edge}.")
+                self.add_error(f"{edge}_time", MISSING_HALF[edge])
                 continue
             if day is None or not zone_name:
                 continue
@@ -38,7 +45,7 @@ class PromotionForm(forms.ModelForm):
             except promotions.LocalTimeError as err:
                 self.add_error(f"{edge}_time", str(err))
         if "start" in found and "end" in found and found["end"] <= found["start"]:
-            self.add_error("end_time", "The end must come after the start.")
+            self.add_error("end_time", _("The end must come after the start."))
         self.instants = found
         return data
 
@@ -49,6 +56,6 @@ class PromotionForm(forms.ModelForm):
             promotions.describe_instant(
                 label, data[f"{edge}_date"], data[f"{edge}_time"], data["time_zone"], now
             )
-            for edge, label in (("start", "starts"), ("end", "ends"))
+            for edge, label in (("start", _("starts")), ("end", _("ends")))
             if edge in self.instants
         ]

@@ -12,6 +12,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
@@ -34,7 +36,7 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise LocalTimeError(f"unknown time zone {name!r}") from None
+        raise LocalTimeError(_("unknown time zone %(name)r") % {"name": name}) from None
 
 
 def local_to_instant(day: date, clock: time, zone_name: str) -> datetime:
@@ -51,13 +53,23 @@ def local_to_instant(day: date, clock: time, zone_name: str) -> datetime:
 
     if not (round_trips(first) and round_trips(second)):
         raise LocalTimeError(
-            f"{wall:%Y-%m-%d %H:%M} does not exist in {zone_name}: the clocks jump forward "
-            f"over it (summer time begins). Choose a time before or after the gap."
+            _(
+                "%(wall)s does not exist in %(zone)s: the clocks jump forward over it (summer "
+                "time begins). Choose a time before or after the gap."
+            )
+            % {"wall": f"{wall:%Y-%m-%d %H:%M}", "zone": zone_name}
         )
     raise LocalTimeError(
-        f"{wall:%Y-%m-%d %H:%M} happens twice in {zone_name}: the clocks go back "
-        f"(summer time ends), at {first.astimezone(UTC):%H:%M} and "
-        f"{second.astimezone(UTC):%H:%M} UTC. Choose a time outside that hour."
+        _(
+            "%(wall)s happens twice in %(zone)s: the clocks go back (summer time ends), at "
+            "%(first)s and %(second)s UTC. Choose a time outside that hour."
+        )
+        % {
+            "wall": f"{wall:%Y-%m-%d %H:%M}",
+            "zone": zone_name,
+            "first": f"{first.astimezone(UTC):%H:%M}",
+            "second": f"{second.astimezone(UTC):%H:%M}",
+        }
     )
 
 
@@ -67,12 +79,20 @@ def describe_instant(label: str, day: date, clock: time, zone_name: str, now: da
     delta = instant - now
     days = abs(delta).days
     hours = abs(delta).seconds // 3600
-    span = f"{days} day{'s' * (days != 1)}" if days else f"{hours} h" if hours else "minutes"
-    relative = f"in {span}" if delta >= timedelta(0) else f"{span} ago"
-    return (
-        f"{label} {datetime.combine(day, clock):%Y-%m-%d %H:%M} {zone_name} = "
-        f"{instant:%Y-%m-%d %H:%M} UTC, {relative}"
-    )
+    if days:
+        span = ngettext("%(n)d day", "%(n)d days", days) % {"n": days}
+    elif hours:
+        span = _("%(n)d h") % {"n": hours}
+    else:
+        span = _("minutes")
+    relative = (_("in %(span)s") if delta >= timedelta(0) else _("%(span)s ago")) % {"span": span}
+    return _("%(label)s %(local)s %(zone)s = %(utc)s UTC, %(relative)s") % {
+        "label": label,
+        "local": f"{datetime.combine(day, clock):%Y-%m-%d %H:%M}",
+        "zone": zone_name,
+        "utc": f"{instant:%Y-%m-%d %H:%M}",
+        "relative": relative,
+    }
 
 
 def instants(promotion: Promotion) -> tuple[datetime | None, datetime | None]:

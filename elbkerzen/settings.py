@@ -87,7 +87,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = env.str("LANGUAGE_CODE", default="en")
+# The merchant's admin speaks German; English stays available (browser language or ?lang).
+LANGUAGE_CODE = env.str("LANGUAGE_CODE", default="de")
+LANGUAGES = [("de", "Deutsch"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env.str("TIME_ZONE", default="Europe/Berlin")
 USE_I18N = True
 USE_TZ = True

@@ -2,65 +2,94 @@
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class Delivery(models.Model):
     """One signed webhook delivery, stored before we answer so nothing accepted is ever lost."""
 
     class Source(models.TextChoices):
-        SHOPIFY = "shopify", "Shopify"
-        STRIPE = "stripe", "Stripe"
+        SHOPIFY = "shopify", _("Shopify")
+        STRIPE = "stripe", _("Stripe")
 
     class Status(models.TextChoices):
-        RECEIVED = "received", "received"
-        PROCESSING = "processing", "processing"
-        DONE = "done", "done"
-        IGNORED = "ignored", "ignored"
-        STALE = "stale", "stale"
-        FAILED = "failed", "failed (will retry)"
-        DEAD = "dead", "dead (gave up)"
-        INVALID = "invalid", "invalid"
+        RECEIVED = "received", _("received")
+        PROCESSING = "processing", _("processing")
+        DONE = "done", _("done")
+        IGNORED = "ignored", _("ignored")
+        STALE = "stale", _("stale")
+        FAILED = "failed", _("failed (will retry)")
+        DEAD = "dead", _("dead (gave up)")
+        INVALID = "invalid", _("invalid")
 
-    source = models.CharField(max_length=16, choices=Source.choices)
+    source = models.CharField(verbose_name=_("source"), max_length=16, choices=Source.choices)
     shop_domain = models.CharField(
-        max_length=255, blank=True, help_text="The Shopify shop that sent it (empty for Stripe)."
-    )
-    topic = models.CharField(max_length=255, help_text="Shopify topic header or Stripe event type.")
-    webhook_id = models.CharField(
-        max_length=255, blank=True, help_text="X-Shopify-Webhook-Id: Shopify's id per delivery."
-    )
-    event_id = models.CharField(
+        verbose_name=_("shop domain"),
         max_length=255,
         blank=True,
-        help_text="X-Shopify-Event-Id (shared by one merchant action) or the Stripe event id.",
+        help_text=_("The Shopify shop that sent it (empty for Stripe)."),
+    )
+    topic = models.CharField(
+        verbose_name=_("topic"),
+        max_length=255,
+        help_text=_("Shopify topic header or Stripe event type."),
+    )
+    webhook_id = models.CharField(
+        verbose_name=_("webhook id"),
+        max_length=255,
+        blank=True,
+        help_text=_("X-Shopify-Webhook-Id: Shopify's id per delivery."),
+    )
+    event_id = models.CharField(
+        verbose_name=_("event id"),
+        max_length=255,
+        blank=True,
+        help_text=_("X-Shopify-Event-Id (shared by one merchant action) or the Stripe event id."),
     )
     triggered_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the sender says it triggered the delivery."
+        verbose_name=_("triggered at"),
+        null=True,
+        blank=True,
+        help_text=_("When the sender says it triggered the delivery."),
     )
-    api_version = models.CharField(max_length=32, blank=True)
+    api_version = models.CharField(verbose_name=_("api version"), max_length=32, blank=True)
     body = models.BinaryField(
-        null=True, help_text="The raw body exactly as signed; dropped after the retention period."
+        verbose_name=_("body"),
+        null=True,
+        help_text=_("The raw body exactly as signed; dropped after the retention period."),
     )
-    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    received_at = models.DateTimeField(
+        verbose_name=_("received at"), auto_now_add=True, db_index=True
+    )
     status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.RECEIVED, db_index=True
+        verbose_name=_("status"),
+        max_length=16,
+        choices=Status.choices,
+        default=Status.RECEIVED,
+        db_index=True,
     )
-    attempts = models.PositiveIntegerField(default=0)
-    last_error = models.TextField(blank=True)
-    processing_started_at = models.DateTimeField(null=True, blank=True)
-    processed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(verbose_name=_("attempts"), default=0)
+    last_error = models.TextField(verbose_name=_("last error"), blank=True)
+    processing_started_at = models.DateTimeField(
+        verbose_name=_("processing started at"), null=True, blank=True
+    )
+    processed_at = models.DateTimeField(verbose_name=_("processed at"), null=True, blank=True)
     customer_ref = models.CharField(
+        verbose_name=_("customer ref"),
         max_length=64,
         blank=True,
         db_index=True,
-        help_text="Pseudonym of the customer's e-mail, so a redaction request finds the body.",
+        help_text=_("Pseudonym of the customer's e-mail, so a redaction request finds the body."),
     )
     duplicate_count = models.PositiveIntegerField(
-        default=0, help_text="How often the sender delivered this same message again."
+        verbose_name=_("duplicate count"),
+        default=0,
+        help_text=_("How often the sender delivered this same message again."),
     )
 
     class Meta:
-        verbose_name_plural = "deliveries"
+        verbose_name = _("delivery")
+        verbose_name_plural = _("deliveries")
         ordering = ["-received_at"]
         constraints = [
             models.UniqueConstraint(

@@ -5,9 +5,10 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
-customer_id_validator = RegexValidator(r"^\d{10}$", "Google Ads customer ids have 10 digits.")
-ad_group_id_validator = RegexValidator(r"^\d{1,20}$", "An ad group id is a number.")
+customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
+ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a number."))
 
 
 def default_customer_id() -> str:
@@ -19,45 +20,65 @@ class WatchedItem(models.Model):
     """A product whose ad group follows its stock: paused when sold out, enabled again after."""
 
     inventory_item_id = models.BigIntegerField(
+        verbose_name=_("inventory item id"),
         db_index=True,
-        help_text="Shopify's inventory item id of the product variant (Products → variant → "
-        "inventory; also in the inventory_levels/update webhook).",
+        help_text=_(
+            "Shopify's inventory item id of the product variant (Products → variant → "
+            "inventory; also in the inventory_levels/update webhook)."
+        ),
     )
-    label = models.CharField(max_length=200, help_text='What you call it, e.g. "Winterzauber".')
+    label = models.CharField(
+        verbose_name=_("label"), max_length=200, help_text='What you call it, e.g. "Winterzauber".'
+    )
     ad_group_id = models.CharField(
+        verbose_name=_("ad group id"),
         max_length=20,
         validators=[ad_group_id_validator],
-        help_text="The Google Ads ad group that advertises this product (the number in its URL).",
+        help_text=_(
+            "The Google Ads ad group that advertises this product (the number in its URL)."
+        ),
     )
     customer_id = models.CharField(
+        verbose_name=_("customer id"),
         max_length=10,
         default=default_customer_id,
         validators=[customer_id_validator],
-        help_text="The Google Ads account (10 digits, without dashes).",
+        help_text=_("The Google Ads account (10 digits, without dashes)."),
     )
     pause_at = models.IntegerField(
+        verbose_name=_("pause at"),
         default=0,
-        help_text="Pause the ad group when the stock over all locations is at or below this "
-        "number; enable it again when it is above.",
+        help_text=_(
+            "Pause the ad group when the stock over all locations is at or below this "
+            "number; enable it again when it is above."
+        ),
     )
     enabled = models.BooleanField(
-        default=True, help_text="Switch off to stop touching this ad group for now."
+        verbose_name=_("enabled"),
+        default=True,
+        help_text=_("Switch off to stop touching this ad group for now."),
     )
     clicks_per_day = models.DecimalField(
+        verbose_name=_("clicks per day"),
         max_digits=8,
         decimal_places=2,
         default=Decimal("40"),
-        help_text="About how many paid clicks this ad group gets a day (Google Ads shows it); "
-        "the dashboard uses it to price the minutes an ad ran for a sold-out product.",
+        help_text=_(
+            "About how many paid clicks this ad group gets a day (Google Ads shows it); "
+            "the dashboard uses it to price the minutes an ad ran for a sold-out product."
+        ),
     )
     cost_per_click = models.DecimalField(
+        verbose_name=_("cost per click"),
         max_digits=8,
         decimal_places=2,
         default=Decimal("0.60"),
-        help_text="What one click costs you on average, in euros.",
+        help_text=_("What one click costs you on average, in euros."),
     )
 
     class Meta:
+        verbose_name = _("watched item")
+        verbose_name_plural = _("watched items")
         ordering = ["label", "ad_group_id"]
         constraints = [
             models.UniqueConstraint(
@@ -72,15 +93,22 @@ class WatchedItem(models.Model):
 class StockLevel(models.Model):
     """Newest known stock per (item, location); written only through the stale guard."""
 
-    inventory_item_id = models.BigIntegerField()
-    location_id = models.BigIntegerField()
+    inventory_item_id = models.BigIntegerField(verbose_name=_("inventory item id"))
+    location_id = models.BigIntegerField(verbose_name=_("location id"))
     available = models.IntegerField(
-        null=True, blank=True, help_text="Empty when Shopify does not track this item's stock."
+        verbose_name=_("available"),
+        null=True,
+        blank=True,
+        help_text=_("Empty when Shopify does not track this item's stock."),
     )
-    updated_at = models.DateTimeField(help_text="Shopify's timestamp of this level.")
-    recorded_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(
+        verbose_name=_("updated at"), help_text=_("Shopify's timestamp of this level.")
+    )
+    recorded_at = models.DateTimeField(verbose_name=_("recorded at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("stock level")
+        verbose_name_plural = _("stock levels")
         constraints = [
             models.UniqueConstraint(
                 fields=["inventory_item_id", "location_id"], name="stock_level_unique_location"

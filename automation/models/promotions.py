@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from .inventory import ad_group_id_validator, customer_id_validator, default_customer_id
 
@@ -15,32 +16,61 @@ class Promotion(models.Model):
     """Ad groups enabled at a local start and paused at a local end (e.g. midnight in Hamburg)."""
 
     class Status(models.TextChoices):
-        SCHEDULED = "scheduled", "scheduled"
-        RUNNING = "running", "running"
-        ENDED = "ended", "ended"
+        SCHEDULED = "scheduled", _("scheduled")
+        RUNNING = "running", _("running")
+        ENDED = "ended", _("ended")
 
-    name = models.CharField(max_length=200, help_text='E.g. "Adventsaktion".')
+    name = models.CharField(
+        verbose_name=_("name"), max_length=200, help_text='E.g. "Adventsaktion".'
+    )
     time_zone = models.CharField(
+        verbose_name=_("time zone"),
         max_length=64,
         default=default_time_zone,
-        help_text="The time zone of the start and end you type (IANA name, e.g. Europe/Berlin).",
+        help_text=_("The time zone of the start and end you type (IANA name, e.g. Europe/Berlin)."),
     )
-    start_date = models.DateField(null=True, blank=True, help_text="Local start date (optional).")
-    start_time = models.TimeField(null=True, blank=True, help_text="Local start time.")
-    end_date = models.DateField(null=True, blank=True, help_text="Local end date (optional).")
+    start_date = models.DateField(
+        verbose_name=_("start date"),
+        null=True,
+        blank=True,
+        help_text=_("Local start date (optional)."),
+    )
+    start_time = models.TimeField(
+        verbose_name=_("start time"), null=True, blank=True, help_text=_("Local start time.")
+    )
+    end_date = models.DateField(
+        verbose_name=_("end date"), null=True, blank=True, help_text=_("Local end date (optional).")
+    )
     end_time = models.TimeField(
-        null=True, blank=True, help_text="Local end time; 00:00 of the next day ends a day."
+        verbose_name=_("end time"),
+        null=True,
+        blank=True,
+        help_text=_("Local end time; 00:00 of the next day ends a day."),
     )
-    start_at = models.DateTimeField(null=True, blank=True, help_text="The start as an instant.")
-    end_at = models.DateTimeField(null=True, blank=True, help_text="The end as an instant.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SCHEDULED)
-    started_at = models.DateTimeField(null=True, blank=True, help_text="When the start ran.")
-    start_late_seconds = models.FloatField(null=True, blank=True)
-    ended_at = models.DateTimeField(null=True, blank=True, help_text="When the end ran.")
-    end_late_seconds = models.FloatField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
+    start_at = models.DateTimeField(
+        verbose_name=_("start at"), null=True, blank=True, help_text=_("The start as an instant.")
+    )
+    end_at = models.DateTimeField(
+        verbose_name=_("end at"), null=True, blank=True, help_text=_("The end as an instant.")
+    )
+    status = models.CharField(
+        verbose_name=_("status"), max_length=16, choices=Status.choices, default=Status.SCHEDULED
+    )
+    started_at = models.DateTimeField(
+        verbose_name=_("started at"), null=True, blank=True, help_text=_("When the start ran.")
+    )
+    start_late_seconds = models.FloatField(
+        verbose_name=_("start late seconds"), null=True, blank=True
+    )
+    ended_at = models.DateTimeField(
+        verbose_name=_("ended at"), null=True, blank=True, help_text=_("When the end ran.")
+    )
+    end_late_seconds = models.FloatField(verbose_name=_("end late seconds"), null=True, blank=True)
+    last_error = models.TextField(verbose_name=_("last error"), blank=True)
 
     class Meta:
+        verbose_name = _("promotion")
+        verbose_name_plural = _("promotions")
         ordering = ["-end_at", "-start_at"]
 
     def __str__(self) -> str:
@@ -50,18 +80,26 @@ class Promotion(models.Model):
 class PromotionAdGroup(models.Model):
     """One ad group a promotion enables at its start and pauses at its end."""
 
-    promotion = models.ForeignKey(Promotion, on_delete=models.CASCADE, related_name="ad_groups")
+    promotion = models.ForeignKey(
+        Promotion, on_delete=models.CASCADE, related_name="ad_groups", verbose_name=_("promotion")
+    )
     customer_id = models.CharField(
+        verbose_name=_("customer id"),
         max_length=10,
         default=default_customer_id,
         validators=[customer_id_validator],
-        help_text="The Google Ads account (10 digits).",
+        help_text=_("The Google Ads account (10 digits)."),
     )
     ad_group_id = models.CharField(
-        max_length=20, validators=[ad_group_id_validator], help_text="The ad group to switch."
+        verbose_name=_("ad group id"),
+        max_length=20,
+        validators=[ad_group_id_validator],
+        help_text=_("The ad group to switch."),
     )
 
     class Meta:
+        verbose_name = _("promotion ad group")
+        verbose_name_plural = _("promotion ad groups")
         constraints = [
             models.UniqueConstraint(
                 fields=["promotion", "customer_id", "ad_group_id"], name="promotion_unique_ad_group"
@@ -76,33 +114,43 @@ class ReconcileRun(models.Model):
     """One pass over Shopify's true stock; nightly runs are unique per local date."""
 
     class Trigger(models.TextChoices):
-        NIGHTLY = "nightly", "nightly"
-        MANUAL = "manual", "manual"
+        NIGHTLY = "nightly", _("nightly")
+        MANUAL = "manual", _("manual")
 
     class Status(models.TextChoices):
-        RUNNING = "running", "running"
-        OK = "ok", "ok"
-        CORRECTED = "corrected", "ok, with corrections"
-        ERRORS = "errors", "errors"
-        NOT_CONFIGURED = "not_configured", "not configured (no SHOPIFY_ADMIN_TOKEN)"
+        RUNNING = "running", _("running")
+        OK = "ok", _("ok")
+        CORRECTED = "corrected", _("ok, with corrections")
+        ERRORS = "errors", _("errors")
+        NOT_CONFIGURED = "not_configured", _("not configured (no SHOPIFY_ADMIN_TOKEN)")
 
-    local_date = models.DateField(help_text="The date in the shop's time zone.")
-    trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.NIGHTLY)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
-    started_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
-    duration_seconds = models.FloatField(null=True, blank=True)
-    items_checked = models.PositiveIntegerField(default=0)
-    levels_changed = models.PositiveIntegerField(default=0)
-    corrections = models.JSONField(
-        default=list, help_text="Ad groups whose status was wrong: each a missed or late webhook."
+    local_date = models.DateField(
+        verbose_name=_("local date"), help_text=_("The date in the shop's time zone.")
     )
-    subscriptions_created = models.JSONField(default=list)
-    errors = models.JSONField(default=list)
-    claims_deleted = models.PositiveIntegerField(default=0)
-    bodies_dropped = models.PositiveIntegerField(default=0)
+    trigger = models.CharField(
+        verbose_name=_("trigger"), max_length=16, choices=Trigger.choices, default=Trigger.NIGHTLY
+    )
+    status = models.CharField(
+        verbose_name=_("status"), max_length=16, choices=Status.choices, default=Status.RUNNING
+    )
+    started_at = models.DateTimeField(verbose_name=_("started at"))
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
+    duration_seconds = models.FloatField(verbose_name=_("duration seconds"), null=True, blank=True)
+    items_checked = models.PositiveIntegerField(verbose_name=_("items checked"), default=0)
+    levels_changed = models.PositiveIntegerField(verbose_name=_("levels changed"), default=0)
+    corrections = models.JSONField(
+        verbose_name=_("corrections"),
+        default=list,
+        help_text=_("Ad groups whose status was wrong: each a missed or late webhook."),
+    )
+    subscriptions_created = models.JSONField(verbose_name=_("subscriptions created"), default=list)
+    errors = models.JSONField(verbose_name=_("errors"), default=list)
+    claims_deleted = models.PositiveIntegerField(verbose_name=_("claims deleted"), default=0)
+    bodies_dropped = models.PositiveIntegerField(verbose_name=_("bodies dropped"), default=0)
 
     class Meta:
+        verbose_name = _("reconciliation run")
+        verbose_name_plural = _("reconciliation runs")
         ordering = ["-started_at"]
         constraints = [
             models.UniqueConstraint(
