@@ -1,0 +1,77 @@
+"""The merchant's browser: log in, change a threshold, open the dashboard, keep a screenshot.
+
+Runs with Debian's Chromium (/usr/bin/chromium) through Playwright; skipped where it is not
+installed (`.ci/run` installs it).
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from automation.models import WatchedItem
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed"),
+]
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
+
+
+@pytest.fixture
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the live server's ORM calls
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+def test_merchant_changes_a_threshold_and_opens_the_dashboard(
+    browser, live_server, django_user_model, queue
+):
+    django_user_model.objects.create_superuser(
+        "inhaberin", "inhaberin@elbkerzen.example", "kerzen-2026!"
+    )
+    item = WatchedItem.objects.create(
+        inventory_item_id=808950810,
+        label="Winterzauber",
+        ad_group_id="555",
+        customer_id="1234567890",
+    )
+    page = browser.new_page(locale="de-DE", viewport={"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", "inhaberin")
+    page.fill("#id_password", "kerzen-2026!")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#content")
+
+    page.goto(f"{live_server.url}/admin/automation/watcheditem/")
+    page.fill("input[name='form-0-pause_at']", "3")
+    page.click("input[name='_save']")
+    page.wait_for_selector(".messagelist")
+    item.refresh_from_db()
+    assert item.pause_at == 3
+
+    page.goto(f"{live_server.url}/admin/")
+    page.click("a[href$='/admin/dashboard/']")
+    page.wait_for_selector("svg")
+    assert "Winterzauber" in page.content() or page.locator("svg").count() >= 1
+    SCREENSHOTS.mkdir(exist_ok=True)
+    shot = SCREENSHOTS / "dashboard.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
