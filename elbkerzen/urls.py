@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from automation import views
+from automation import dashboard_views, views
 
 urlpatterns = [
     path("webhooks/shopify/", views.shopify_webhook, name="shopify-webhook"),
@@ -13,5 +13,6 @@ urlpatterns = [
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
     path("api/", include("automation.api.urls")),
     path("admin/rq/", include("django_rq.urls")),
+    path("admin/dashboard/", dashboard_views.dashboard, name="dashboard"),
     path("admin/", admin.site.urls),
 ]

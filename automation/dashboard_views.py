@@ -1,0 +1,113 @@
+"""The staff dashboard: one page of pictures over dashboard.py's numbers, in the admin's frame."""
+
+from django.contrib import admin
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+
+from . import charts
+from . import dashboard as data
+from .models import Delivery, ReminderDecision
+
+STATUS_COLORS = {
+    "received": "#79aec8",
+    "processing": "#417690",
+    "done": "#5a9e4b",
+    "ignored": "#b4b9bd",
+    "stale": "#d8c37a",
+    "invalid": "#8e6cc4",
+    "failed": "#e6952e",
+    "dead": "#ba2121",
+}
+ARM_COLORS = {"none": "#9aa5ad", "plain": "#417690", "discount": "#c7792b"}
+
+
+def _status_label(status: str) -> str:
+    return str(dict(Delivery.Status.choices).get(status, status))
+
+
+@staff_member_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Reaction to sell-outs, reminders and health, for staff; reads the database only."""
+    context = {**admin.site.each_context(request), "title": _("Dashboard"), **overview()}
+    return render(request, "automation/dashboard.html", context)
+
+
+def overview() -> dict:
+    """The template's context: the numbers and their charts, section by section."""
+    sell_outs = data.sell_outs()
+    comparison = data.reaction_comparison(sell_outs.measured)
+    values = data.expected_values()
+    arms = data.decisions_by_arm()
+    deliveries = data.deliveries_by_day()
+    run = data.last_reconciliation()
+    return {
+        "reaction": data.reaction_summary(sell_outs),
+        "sell_outs": sell_outs.measured[:20],
+        "comparison": comparison,
+        "comparison_chart": charts.comparison_bars(
+            [
+                charts.Bar(
+                    row.label,
+                    float(row.cost),
+                    row.summary_text,
+                    charts.DEFAULT_COLOR if row.measured else charts.MUTED_COLOR,
+                )
+                for row in comparison
+            ],
+            title=_("What the ads cost after a sell-out, per sell-out"),
+        ),
+        "reminder_values": values,
+        "arms": arms,
+        "arms_chart": charts.grouped_bar_chart(
+            [str(ReminderDecision.Arm(arm).label) for arm in arms],
+            [charts.Series(_("Decisions"), list(arms.values()))],
+            title=_("Reminder decisions in the last 30 days, by arm"),
+            integers=True,
+            width=420,
+        ),
+        "ev_chart": charts.grouped_bar_chart(
+            [f"{basket.label} ({basket.margin_rate:.0%})" for basket in values.baskets],
+            [
+                charts.Series(
+                    _("Plain reminder"),
+                    [float(b.delta_plain) for b in values.baskets],
+                    ARM_COLORS["plain"],
+                ),
+                charts.Series(
+                    _("With discount")
+                    if values.discount_available
+                    else _("With discount (not sent: no code)"),
+                    [float(b.delta_discount) for b in values.baskets],
+                    ARM_COLORS["discount"],
+                ),
+            ],
+            title=_("Expected extra margin per abandoned 40 € basket (ΔE, €)"),
+            value_format=lambda v: f"{v:.2f} €",
+            width=480,
+        ),
+        "deliveries": deliveries,
+        "delivery_totals": [
+            (_status_label(status), total, STATUS_COLORS.get(status, "#417690"))
+            for status, total in deliveries.totals.items()
+        ],
+        "deliveries_chart": charts.stacked_bar_chart(
+            [date_format(day, "j M") for day in deliveries.days],
+            [
+                charts.Series(
+                    _status_label(status),
+                    values,
+                    STATUS_COLORS.get(status, "#417690"),
+                )
+                for status, values in deliveries.counts.items()
+            ],
+            title=_("Webhook deliveries per day (last 14 days), by status"),
+            empty_text=_("No deliveries in the last 14 days"),
+        ),
+        "dead_letters": data.dead_letters(),
+        "dead_letters_url": data.dead_letters_url(),
+        "run": run,
+        "subscriptions": data.webhook_subscriptions(run),
+    }
