@@ -20,7 +20,7 @@ run: export SHOPIFY_WEBHOOK_SECRETS ?= demo_secret
 run: export STRIPE_WEBHOOK_SECRETS ?= whsec_demo
 run: export PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/prometheus
 run: $(STAMP)
-	mkdir -p var
+	mkdir -p var/static
 	rm -rf "$$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"
 	$(BIN)/python manage.py ensure_redis
 	$(BIN)/python manage.py migrate --noinput
@@ -31,7 +31,7 @@ run: $(STAMP)
 test: export REDIS_URL ?= redis://127.0.0.1:6379/15
 test: export SECRET_KEY ?= tests-only-not-secret
 test: $(STAMP)
-	mkdir -p var
+	mkdir -p var/static
 	$(BIN)/python manage.py ensure_redis
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

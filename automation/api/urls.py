@@ -1,9 +1,34 @@
-"""API routes (filled in by the API module)."""
+"""API routes: the resources, their OpenAPI schema and a browsable view of it (staff only).
 
-from django.urls import path
+The schema views use the API's own authentication and permission (staff) instead of
+drf-spectacular's SERVE_PERMISSIONS default (anyone). The Swagger page takes its assets from
+SPECTACULAR_SETTINGS["SWAGGER_UI_DIST"]: a CDN by default, the local drf-spectacular-sidecar
+package with "SIDECAR". DRF's own browsable renderer serves /api/ and every resource offline.
+"""
+
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+from rest_framework.settings import api_settings
+
+from . import views
+
+router = DefaultRouter()
+router.register("watched-items", views.WatchedItemViewSet, basename="watched-item")
+router.register("margin-rules", views.MarginRuleViewSet, basename="margin-rule")
+router.register("promotions", views.PromotionViewSet, basename="promotion")
+router.register("deliveries", views.DeliveryViewSet, basename="delivery")
+router.register("ad-group-actions", views.AdGroupActionViewSet, basename="ad-group-action")
+router.register("reminder-decisions", views.ReminderDecisionViewSet, basename="reminder-decision")
+
+staff_only = {"permission_classes": api_settings.DEFAULT_PERMISSION_CLASSES}
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("schema/browse/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("schema/", SpectacularAPIView.as_view(**staff_only), name="api-schema"),
+    path(
+        "schema/browse/",
+        SpectacularSwaggerView.as_view(url_name="api-schema", **staff_only),
+        name="api-docs",
+    ),
+    path("", include(router.urls)),
 ]

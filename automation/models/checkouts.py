@@ -113,7 +113,9 @@ class ReminderSettings(models.Model):
         decimal_places=4,
         default=DEFAULT_MARGIN_RATE,
         validators=_fraction,
-        help_text=_("Your margin on products no margin rule matches (0.40 = 40 % of the price)."),
+        help_text=_(
+            "Your margin on products no margin rule matches (0.40 = 40 percent of the price)."
+        ),
     )
     discount_code = models.CharField(
         verbose_name=_("discount code"),

@@ -1,0 +1,304 @@
+"""API representations; every rule comes from the models, the admin's form or promotions.py."""
+
+import re
+from copy import copy
+from datetime import date, datetime, time
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+from django.forms.models import model_to_dict
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.settings import api_settings
+
+from .. import promotions
+from ..forms import PromotionForm
+from ..models import (
+    AdGroupAction,
+    Delivery,
+    MarginRule,
+    Promotion,
+    PromotionAdGroup,
+    ReminderDecision,
+    WatchedItem,
+)
+from ..models.inventory import customer_id_validator, default_customer_id
+from ..privacy import mask_email
+
+
+class DefaultCustomerIdMixin:
+    """A new row without customer_id gets the shop's account, as the admin's form pre-fills it.
+
+    Without it the model's default would store an empty id when GOOGLE_ADS_CUSTOMER_ID is unset.
+    """
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        if self.instance is None and "customer_id" not in attrs:
+            default = default_customer_id()
+            if not default:
+                raise serializers.ValidationError(
+                    {"customer_id": [serializers.Field.default_error_messages["required"]]}
+                )
+            try:
+                customer_id_validator(default)
+            except DjangoValidationError as err:
+                raise serializers.ValidationError({"customer_id": err.messages}) from None
+            attrs["customer_id"] = default
+        return attrs
+
+
+class WatchedItemSerializer(DefaultCustomerIdMixin, serializers.ModelSerializer):
+    """A product whose ad group is paused at `pause_at` and enabled above it."""
+
+    class Meta:
+        model = WatchedItem
+        fields = [
+            "id",
+            "inventory_item_id",
+            "label",
+            "ad_group_id",
+            "customer_id",
+            "pause_at",
+            "enabled",
+        ]
+
+
+class MarginRuleSerializer(serializers.ModelSerializer):
+    """The margin of the lines one matcher (variant, product, SKU or vendor) selects."""
+
+    class Meta:
+        model = MarginRule
+        fields = ["id", "rate", "variant_id", "product_id", "sku", "vendor", "note"]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Run MarginRule.clean() (ModelSerializer never does): exactly one matcher."""
+        rule = copy(self.instance) if self.instance is not None else MarginRule()
+        for name, value in attrs.items():
+            setattr(rule, name, value)
+        rule.clean()  # DRF turns its ValidationError into a 400
+        return attrs
+
+
+class PromotionAdGroupSerializer(DefaultCustomerIdMixin, serializers.ModelSerializer):
+    """An ad group the promotion enables at its start and pauses at its end."""
+
+    class Meta:
+        model = PromotionAdGroup
+        fields = ["customer_id", "ad_group_id"]
+
+
+class PromotionSerializer(serializers.ModelSerializer):
+    """Local start and end as typed; the instants and what ran are read-only."""
+
+    ad_groups = PromotionAdGroupSerializer(many=True, required=False)
+
+    class Meta:
+        model = Promotion
+        read_only_fields = [
+            "start_at",
+            "end_at",
+            "status",
+            "started_at",
+            "ended_at",
+            "start_late_seconds",
+            "end_late_seconds",
+            "last_error",
+        ]
+        fields = [
+            "id",
+            "name",
+            "time_zone",
+            "start_date",
+            "start_time",
+            "end_date",
+            "end_time",
+            "ad_groups",
+            *read_only_fields,
+        ]
+
+    def validate_ad_groups(self, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Each ad group once: the table's unique constraint would otherwise fail on save."""
+        pairs = [(row["customer_id"], row["ad_group_id"]) for row in rows]
+        if len(set(pairs)) != len(pairs):
+            raise serializers.ValidationError("Each ad group may appear only once.")
+        return rows
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The admin's PromotionForm decides: zone, both-or-neither, gaps, overlaps, order."""
+        fields = PromotionForm.Meta.fields
+        current = self.instance if self.instance is not None else Promotion()
+        data = {**model_to_dict(current, fields=fields), **attrs}
+        form = PromotionForm(data={name: data.get(name) for name in fields})
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {
+                    api_settings.NON_FIELD_ERRORS_KEY if name == "__all__" else name: messages
+                    for name, messages in form.errors.items()
+                }
+            )
+        return {**attrs, **{name: form.cleaned_data[name] for name in fields if name in attrs}}
+
+    @transaction.atomic
+    def create(self, validated_data: dict[str, Any]) -> Promotion:
+        ad_groups = validated_data.pop("ad_groups", [])
+        promotion = Promotion(**validated_data)
+        promotions.save_and_schedule(promotion)  # schedules after the ad groups commit too
+        self._replace_ad_groups(promotion, ad_groups)
+        return promotion
+
+    @transaction.atomic
+    def update(self, instance: Promotion, validated_data: dict[str, Any]) -> Promotion:
+        ad_groups = validated_data.pop("ad_groups", None)
+        for name, value in validated_data.items():
+            setattr(instance, name, value)
+        promotions.save_and_schedule(instance)
+        if ad_groups is not None:
+            self._replace_ad_groups(instance, ad_groups)
+        return instance
+
+    @staticmethod
+    def _replace_ad_groups(promotion: Promotion, rows: list[dict[str, str]]) -> None:
+        promotion.ad_groups.all().delete()
+        PromotionAdGroup.objects.bulk_create(
+            PromotionAdGroup(promotion=promotion, **row) for row in rows
+        )
+
+
+class DeliverySerializer(serializers.ModelSerializer):
+    """Metadata only: the raw body may hold personal data and stays in the admin."""
+
+    class Meta:
+        model = Delivery
+        fields = [
+            "id",
+            "source",
+            "shop_domain",
+            "topic",
+            "webhook_id",
+            "event_id",
+            "triggered_at",
+            "api_version",
+            "received_at",
+            "status",
+            "attempts",
+            "last_error",
+            "processed_at",
+            "duplicate_count",
+        ]
+        read_only_fields = fields
+
+
+class AdGroupActionSerializer(serializers.ModelSerializer):
+    """One status change we asked Google Ads for, and its result."""
+
+    class Meta:
+        model = AdGroupAction
+        fields = [
+            "id",
+            "customer_id",
+            "ad_group_id",
+            "desired_status",
+            "reason",
+            "source",
+            "delivery",
+            "result",
+            "error",
+            "requested_at",
+            "applied_at",
+        ]
+        read_only_fields = fields
+
+
+class ReminderDecisionSerializer(serializers.ModelSerializer):
+    """What was decided and why; the address only masked, as in the admin and the logs."""
+
+    email = serializers.SerializerMethodField()
+    error = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ReminderDecision
+        fields = [
+            "id",
+            "checkout",
+            "checkout_version",
+            "email",
+            "inputs",
+            "margin",
+            "discount_cost",
+            "delta_plain",
+            "delta_discount",
+            "arm",
+            "reason",
+            "decided_at",
+            "sent_at",
+            "error",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_email(self, decision: ReminderDecision) -> str:
+        return mask_email(decision.email)
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_error(self, decision: ReminderDecision) -> str:
+        """A mail server's error may quote the recipient: mask it there too."""
+        if not decision.email:
+            return decision.error
+        pattern = re.compile(re.escape(decision.email), re.IGNORECASE)
+        return pattern.sub(mask_email(decision.email), decision.error)
+
+
+# --- query parameters --------------------------------------------------------------------------
+
+
+@extend_schema_field(OpenApiTypes.STR)  # a date or a date-time: no single format
+class InstantField(serializers.DateTimeField):
+    """An ISO date-time, or an ISO date meaning that day's local midnight."""
+
+    default_error_messages = {
+        "invalid": "Give an ISO date (2026-05-01) or date-time (2026-05-01T10:00:00+02:00)."
+    }
+
+    def to_internal_value(self, value: Any) -> datetime:
+        try:
+            day = date.fromisoformat(str(value))
+        except ValueError:
+            return super().to_internal_value(value)
+        return super().to_internal_value(datetime.combine(day, time()))
+
+
+class QueryFilter(serializers.Serializer):
+    """Validated query parameters mapped onto ORM lookups: a bad value is a 400, not a 500."""
+
+    lookups: dict[str, str] = {}
+
+    def apply(self, queryset: QuerySet) -> QuerySet:
+        """The queryset narrowed by every parameter given."""
+        self.is_valid(raise_exception=True)
+        return queryset.filter(
+            **{self.lookups.get(name, name): value for name, value in self.validated_data.items()}
+        )
+
+
+class DeliveryFilter(QueryFilter):
+    status = serializers.ChoiceField(choices=Delivery.Status.choices, required=False)
+    topic = serializers.CharField(required=False)
+    source = serializers.ChoiceField(choices=Delivery.Source.choices, required=False)
+    received_after = InstantField(
+        required=False, help_text="Received at or after this (a date: its local midnight)."
+    )
+    received_before = InstantField(
+        required=False, help_text="Received before this (a date: its local midnight)."
+    )
+
+    lookups = {"received_after": "received_at__gte", "received_before": "received_at__lt"}
+
+
+class AdGroupActionFilter(QueryFilter):
+    ad_group_id = serializers.CharField(required=False)
+    source = serializers.ChoiceField(choices=AdGroupAction.Source.choices, required=False)
+    result = serializers.ChoiceField(choices=AdGroupAction.Result.choices, required=False)

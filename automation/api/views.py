@@ -1,0 +1,97 @@
+"""Thin API views: serializers validate, promotions.py and inbox.py do the work."""
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .. import inbox, promotions
+from ..models import AdGroupAction, Delivery, MarginRule, Promotion, ReminderDecision, WatchedItem
+from . import serializers as api
+
+_detail = inline_serializer("Detail", {"detail": serializers.CharField()})
+
+
+class NotReplayable(APIException):
+    """Only failed or dead deliveries go through the pipeline again."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "not_replayable"
+
+
+class QueryFilterMixin:
+    """Lists narrowed by a QueryFilter serializer; single rows are found whatever the query."""
+
+    filter_class: type[api.QueryFilter]
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        queryset = super().filter_queryset(queryset)
+        if self.action != "list":
+            return queryset
+        return self.filter_class(data=self.request.query_params).apply(queryset)
+
+
+class WatchedItemViewSet(viewsets.ModelViewSet):
+    """Products whose ad groups follow their stock."""
+
+    queryset = WatchedItem.objects.all()
+    serializer_class = api.WatchedItemSerializer
+
+
+class MarginRuleViewSet(viewsets.ModelViewSet):
+    """The merchant's margins by variant, product, SKU or vendor."""
+
+    queryset = MarginRule.objects.all()
+    serializer_class = api.MarginRuleSerializer
+
+
+class PromotionViewSet(viewsets.ModelViewSet):
+    """Promotions on local time; saving (re)schedules their RQ jobs, deleting cancels them."""
+
+    queryset = Promotion.objects.prefetch_related("ad_groups")
+    serializer_class = api.PromotionSerializer
+
+    def perform_destroy(self, instance: Promotion) -> None:
+        promotions.delete_and_cancel(instance)
+
+
+@extend_schema_view(list=extend_schema(parameters=[api.DeliveryFilter]))
+class DeliveryViewSet(QueryFilterMixin, viewsets.ReadOnlyModelViewSet):
+    """Webhook deliveries as received (without bodies), and replaying the failed ones."""
+
+    queryset = Delivery.objects.all()
+    serializer_class = api.DeliverySerializer
+    filter_class = api.DeliveryFilter
+
+    @extend_schema(request=None, responses={202: _detail, 409: _detail})
+    @action(detail=True, methods=["post"])
+    def replay(self, request: Request, pk: str | None = None) -> Response:
+        """Send a failed or dead delivery through the same path again, like the admin action."""
+        delivery = self.get_object()
+        if not inbox.replay([delivery.pk]):
+            raise NotReplayable(
+                f"Delivery {delivery.pk} is {delivery.status}: only failed or dead deliveries "
+                "can be replayed."
+            )
+        return Response(
+            {"detail": f"Delivery {delivery.pk} is queued again."}, status=status.HTTP_202_ACCEPTED
+        )
+
+
+@extend_schema_view(list=extend_schema(parameters=[api.AdGroupActionFilter]))
+class AdGroupActionViewSet(QueryFilterMixin, viewsets.ReadOnlyModelViewSet):
+    """Every ad group status change we asked for, and how it went."""
+
+    queryset = AdGroupAction.objects.all()
+    serializer_class = api.AdGroupActionSerializer
+    filter_class = api.AdGroupActionFilter
+
+
+class ReminderDecisionViewSet(viewsets.ReadOnlyModelViewSet):
+    """Every reminder evaluation and its reason, addresses masked."""
+
+    queryset = ReminderDecision.objects.all()
+    serializer_class = api.ReminderDecisionSerializer
