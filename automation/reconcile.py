@@ -138,15 +138,22 @@ def _last_statuses(item_ids: list[int]) -> dict[tuple[str, str], str]:
     return {(row.customer_id, row.ad_group_id): row.last for row in rows}
 
 
+def _stored_levels(item_ids: list[int]) -> dict[tuple[int, int], int | None]:
+    levels = StockLevel.objects.filter(inventory_item_id__in=item_ids)
+    return {
+        (item, location): available
+        for item, location, available in levels.values_list(
+            "inventory_item_id", "location_id", "available"
+        )
+    }
+
+
 def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
     """Read every watched item's levels from Shopify and apply them through the guard."""
     item_ids = sorted(
         set(WatchedItem.objects.filter(enabled=True).values_list("inventory_item_id", flat=True))
     )
-    before = {
-        (level.inventory_item_id, level.location_id): level.available
-        for level in StockLevel.objects.filter(inventory_item_id__in=item_ids)
-    }
+    before = _stored_levels(item_ids)
     last = _last_statuses(item_ids)
     labels = dict(WatchedItem.objects.values_list("ad_group_id", "label"))
     by_item: dict[int, list[Level]] = defaultdict(list)
@@ -168,16 +175,6 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
         except (TransientAdsError, PermanentAdsError) as err:
             run.errors.append(f"item {item_id}: {err}")
             continue
-        run.levels_changed += sum(
-            1
-            for lvl in levels
-            if before.get((lvl.inventory_item_id, lvl.location_id), "unknown") != lvl.available
-            and StockLevel.objects.filter(
-                inventory_item_id=lvl.inventory_item_id,
-                location_id=lvl.location_id,
-                updated_at=lvl.updated_at,
-            ).exists()
-        )
         for (customer_id, ad_group_id), status in applied.statuses.items():
             was = last.get((customer_id, ad_group_id))
             if was is not None and was != status:
@@ -191,6 +188,10 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
                         "total_available": inventory.total_available(item_id),
                     }
                 )
+    after = _stored_levels(item_ids)
+    run.levels_changed = sum(
+        1 for key, available in after.items() if key not in before or before[key] != available
+    )
 
 
 def missing_subscriptions(client: ShopifyAdmin) -> list[str]:
