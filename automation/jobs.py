@@ -1,8 +1,8 @@
 """RQ entry points: each takes ids, calls one function, and is safe to run twice.
 
 Workers are long-lived processes, so each job starts and ends like a Django request does:
-connections past CONN_MAX_AGE or broken (a restarted PostgreSQL) are dropped and reopened,
-instead of failing every later job of the worker.
+connections past CONN_MAX_AGE or broken (a restarted PostgreSQL: that job attempt fails and is
+retried) are dropped and reopened, instead of failing every later job of the worker.
 """
 
 import functools

@@ -72,7 +72,10 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}")
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# No health-check SELECT 1 before each request and job: it cost a round trip every time. A
+# connection broken by a PostgreSQL restart fails one request (503: the sender retries) or one
+# job attempt (RQ retries), and Django drops it afterwards.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and cron share one file: wait for the writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
