@@ -141,6 +141,8 @@ def _job_is_alive(delivery_id: int) -> bool:
 
 def sweep() -> int:
     """Enqueue deliveries left `received` (Redis was down, or a worker died mid-job)."""
+    # Hand back jobs whose worker died (RQ would otherwise wait for its next maintenance).
+    default_queue().started_job_registry.cleanup()
     now = timezone.now()
     stuck_before = now - timedelta(seconds=settings.DELIVERY_JOB_TIMEOUT * 2)
     Delivery.objects.filter(

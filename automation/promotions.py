@@ -10,10 +10,12 @@ import logging
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
+from rq import Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
@@ -130,6 +132,7 @@ def schedule(promotion: Promotion) -> None:
 
     cancel(promotion.pk)
     queue = default_queue()
+    intervals = list(settings.DELIVERY_RETRY_INTERVALS)
     for edge, instant, ran in (
         ("start", promotion.start_at, promotion.started_at),
         ("end", promotion.end_at, promotion.ended_at),
@@ -143,6 +146,7 @@ def schedule(promotion: Promotion) -> None:
             edge,
             instant.isoformat(),
             job_id=job_id(promotion.pk, edge),
+            retry=Retry(max=len(intervals), interval=intervals),
             description=f"promotion {promotion.pk} {edge}",
         )
 
@@ -180,7 +184,8 @@ def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
         return "already ran"
 
     status = AdGroupAction.Status.ENABLED if edge == "start" else AdGroupAction.Status.PAUSED
-    errors = []
+    errors: list[str] = []
+    transient: list[str] = []
     for ad_group in promotion.ad_groups.all():
         try:
             ads.apply_status(
@@ -190,8 +195,13 @@ def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
                 reason=f"promotion {promotion.name!r} {edge}s",
                 source=AdGroupAction.Source.PROMOTION,
             )
-        except (TransientAdsError, PermanentAdsError) as err:
+        except TransientAdsError as err:
+            transient.append(f"{ad_group}: {err}")
+        except PermanentAdsError as err:
             errors.append(f"{ad_group}: {err}")
+    if transient:
+        # Not marked as run: RQ's retries and the minute check try again (statuses are idempotent).
+        raise TransientAdsError("; ".join(transient))
 
     now = timezone.now()
     late = (now - instant).total_seconds()
@@ -222,13 +232,22 @@ def catch_up(now: datetime | None = None) -> list[str]:
             Promotion.objects.filter(pk=promotion.pk, started_at__isnull=True).update(
                 started_at=now, start_late_seconds=(now - promotion.start_at).total_seconds()
             )
-        done.append(run_edge(promotion.pk, "end", promotion.end_at))
+        done.append(_run_logged(promotion.pk, "end", promotion.end_at))
     overdue_starts = Promotion.objects.filter(
         start_at__lte=now, started_at__isnull=True, ended_at__isnull=True
     )
     for promotion in overdue_starts:
-        done.append(run_edge(promotion.pk, "start", promotion.start_at))
+        done.append(_run_logged(promotion.pk, "start", promotion.start_at))
     return done
+
+
+def _run_logged(promotion_id: int, edge: str, instant: datetime) -> str:
+    """One overdue edge; a transient Ads failure waits for the next minute's check."""
+    try:
+        return run_edge(promotion_id, edge, instant)
+    except TransientAdsError as err:
+        logger.warning("promotion %s %s not switched yet: %s", promotion_id, edge, err)
+        return f"retry {edge}: {err}"
 
 
 def save_and_schedule(promotion: Promotion) -> bool:

@@ -161,37 +161,57 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
         by_item[level.inventory_item_id].append(level)
     run.items_checked = len(item_ids)
 
-    for item_id, levels in by_item.items():
-        updates = [
-            inventory.LevelUpdate(
-                lvl.inventory_item_id, lvl.location_id, lvl.available, lvl.updated_at
-            )
-            for lvl in levels
-        ]
-        try:
-            applied = inventory.apply_levels(
-                item_id, updates, source=AdGroupAction.Source.RECONCILE
-            )
-        except (TransientAdsError, PermanentAdsError) as err:
-            run.errors.append(f"item {item_id}: {err}")
-            continue
-        for (customer_id, ad_group_id), status in applied.statuses.items():
-            was = last.get((customer_id, ad_group_id))
-            if was is not None and was != status:
-                run.corrections.append(
-                    {
-                        "item": item_id,
-                        "label": labels.get(ad_group_id, ""),
-                        "ad_group": ad_group_id,
-                        "was": was,
-                        "now": status,
-                        "total_available": inventory.total_available(item_id),
-                    }
-                )
+    failed: dict[int, Exception] = {}
+    for attempt in ("first", "again"):
+        # Items whose Ads calls failed transiently get one more pass after all the others.
+        todo = by_item if attempt == "first" else {item: by_item[item] for item in failed}
+        failed = {}
+        for item_id, levels in todo.items():
+            try:
+                applied = _apply_item(item_id, levels)
+            except TransientAdsError as err:
+                failed[item_id] = err
+                continue
+            except PermanentAdsError as err:
+                run.errors.append(f"item {item_id}: {err}")
+                continue
+            _note_corrections(run, item_id, applied, last, labels)
+    run.errors += [f"item {item_id}: {err}" for item_id, err in failed.items()]
     after = _stored_levels(item_ids)
     run.levels_changed = sum(
         1 for key, available in after.items() if key not in before or before[key] != available
     )
+
+
+def _apply_item(item_id: int, levels: list[Level]) -> inventory.Applied:
+    updates = [
+        inventory.LevelUpdate(lvl.inventory_item_id, lvl.location_id, lvl.available, lvl.updated_at)
+        for lvl in levels
+    ]
+    return inventory.apply_levels(item_id, updates, source=AdGroupAction.Source.RECONCILE)
+
+
+def _note_corrections(
+    run: ReconcileRun,
+    item_id: int,
+    applied: inventory.Applied,
+    last: dict[tuple[str, str], str],
+    labels: dict[str, str],
+) -> None:
+    """Every ad group whose status we had wrong: a webhook that was missed or late."""
+    for (customer_id, ad_group_id), status in applied.statuses.items():
+        was = last.get((customer_id, ad_group_id))
+        if was is not None and was != status:
+            run.corrections.append(
+                {
+                    "item": item_id,
+                    "label": labels.get(ad_group_id, ""),
+                    "ad_group": ad_group_id,
+                    "was": was,
+                    "now": status,
+                    "total_available": inventory.total_available(item_id),
+                }
+            )
 
 
 def missing_subscriptions(client: ShopifyAdmin) -> list[str]:

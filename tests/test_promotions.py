@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from automation import jobs, promotions
+from automation.exceptions import TransientAdsError
 from automation.models import AdGroupAction, Promotion, PromotionAdGroup
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -199,3 +200,31 @@ def test_admin_refuses_an_overlap_and_an_end_before_the_start(admin_client, queu
     )
     assert "The end must come after the start." in backwards.content.decode()
     assert not Promotion.objects.exists()
+
+
+def test_a_transient_ads_failure_leaves_the_end_to_be_retried(queue, google_ads):
+    google_ads.always("777", "rate_limited")  # asks for a longer pause than the in-job cap
+    promotion = make_promotion()
+    with pytest.raises(TransientAdsError):
+        promotions.run_edge(promotion.pk, "end", promotion.end_at)
+    promotion.refresh_from_db()
+    assert promotion.ended_at is None
+    assert jobs.catch_up_promotions()[0].startswith("retry end")  # the minute check tries again
+
+    google_ads._per_ad_group.clear()
+    jobs.catch_up_promotions()
+    promotion.refresh_from_db()
+    assert promotion.ended_at is not None
+    assert AdGroupAction.objects.filter(result="applied").get().desired_status == "PAUSED"
+
+
+def test_a_permanent_ads_failure_ends_the_promotion_with_one_alert(queue, google_ads):
+    from django.core import mail
+
+    google_ads.always("777", "permanent")
+    promotion = make_promotion()
+    promotions.run_edge(promotion.pk, "end", promotion.end_at)
+    promotion.refresh_from_db()
+    assert promotion.ended_at is not None
+    assert "777" in promotion.last_error
+    assert len(mail.outbox) == 1

@@ -215,3 +215,21 @@ def test_nightly_cron_fires_at_three_local_in_winter_and_summer(redis):
         fires = nightly.get_next_enqueue_time()
         assert fires == datetime.fromisoformat(expected).astimezone(UTC)
         assert fires.astimezone(berlin).hour == 3
+
+
+def test_a_transient_ads_failure_gets_a_second_pass(shop, winterzauber, google_ads):
+    webhook(5, "2026-11-28T10:00:00+01:00")  # dryrun-free: the google stand-in answers
+    shop.add_item(ITEM, (STORE, 0, "2026-11-28T15:10:00Z"))
+    google_ads.script(["transient"] * 5)  # the whole in-job retry budget of the first pass
+
+    run = reconcile.run_now()
+
+    assert run.errors == []
+    assert run.corrections[0]["now"] == "PAUSED"
+    assert AdGroupAction.objects.filter(result="applied").first().desired_status == "PAUSED"
+
+
+def test_the_worker_class_does_maintenance_every_30_seconds(queue):
+    from automation.workers import Worker
+
+    assert Worker([queue], connection=queue.connection).maintenance_interval == 30
