@@ -1,0 +1,449 @@
+"""Compare what the system did with the truth: one table, and the exit code it implies.
+
+Every number is counted from records: the driver's log of requests and answers, the rows in
+the chaos database, the messages the SMTP sink received and the calls the Ads stand-in served.
+A row with an expectation fails the run when the measurement differs from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from . import shop
+from .driver import Record
+from .generator import LevelChange, Scenario
+from .observe import Snapshot
+from .standins import Mail
+from .truth import DEAD, Truth
+
+UNFINISHED = {"received", "processing", "failed"}
+DEAD_ALERT = re.compile(r"Delivery gave up: \S+ \S+ #(\d+)")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table; `expected` None means informational."""
+
+    label: str
+    measured: Any
+    expected: Any = None
+
+    @property
+    def ok(self) -> bool | None:
+        return None if self.expected is None else self.measured == self.expected
+
+
+@dataclass
+class Report:
+    """Sections of rows plus the details behind every failing row."""
+
+    header: list[str] = field(default_factory=list)
+    sections: list[tuple[str, list[Row]]] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[Row]:
+        return [row for _, rows in self.sections for row in rows if row.ok is False]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures else 0
+
+    def render(self) -> str:
+        width = 58
+        lines = [*self.header, "", f"{'':{width}} {'measured':>14} {'expected':>9}"]
+        for title, rows in self.sections:
+            lines.append(title)
+            for row in rows:
+                mark = {None: "", True: "ok", False: "FAIL"}[row.ok]
+                expected = "" if row.expected is None else str(row.expected)
+                line = f"  {row.label:<{width - 2}} {row.measured!s:>14} {expected:>9}  {mark}"
+                lines.append(line.rstrip())
+        verdict = "PASS" if not self.failures else f"FAIL ({len(self.failures)} checks)"
+        lines += ["", f"Result: {verdict}"]
+        if self.details:
+            lines += ["", "Details:", *(f"  {line}" for line in self.details)]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything measured during the run, handed to `build`."""
+
+    records: dict[str, Record]
+    before: dict[str, str | None]
+    snapshot: Snapshot
+    mails: list[Mail]
+    ads_final: dict[str, str]
+    ads_injected: Counter
+    kill: Any
+    outage: Any
+    restarts: Counter
+    reconcile_rc: int
+    drained: list[tuple[str, bool, float, str]]
+    t0: float
+
+
+def _key_of(row: dict) -> str:
+    return row["event_id"] if row["source"] == "stripe" else row["webhook_id"]
+
+
+def build(scenario: Scenario, truth: Truth, facts: Facts) -> Report:
+    """All sections of the table."""
+    report = Report()
+    report.sections.append(("Deliveries", _deliveries(scenario, facts, report)))
+    report.sections.append(("Ad groups", _ad_groups(scenario, truth, facts, report)))
+    report.sections.append(("Reminders", _reminders(truth, facts, report)))
+    report.sections.append(("Faults applied", _faults(scenario, facts, report)))
+    return report
+
+
+def _deliveries(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
+    records = facts.records
+    rows_by_key = {_key_of(row): row for row in facts.snapshot.deliveries}
+    sent = [record for record in records.values() if record.attempts]
+    attempts = [attempt for record in sent for attempt in record.attempts]
+    copies = sum(len({a.copy for a in record.attempts}) for record in sent)
+    lost = [
+        r
+        for r in sent
+        if r.send.key not in rows_by_key and not all(a.retryable for a in r.attempts)
+    ]
+    unstored = [r for r in sent if r.send.key not in rows_by_key and r not in lost]
+    extra = set(rows_by_key) - {record.send.key for record in sent}
+    statuses = Counter(row["status"] for row in facts.snapshot.deliveries)
+    unfinished = sum(statuses[status] for status in UNFINISHED)
+    answers = Counter(a.status or "none" for a in attempts)
+    duplicate_answers = sum(a.answer == "duplicate" for a in attempts)
+    counted = sum(row["duplicate_count"] for row in facts.snapshot.deliveries)
+    broken_keys = {
+        s.key
+        for s in scenario.sends
+        if isinstance(s.event, LevelChange) and s.event.item == scenario.broken.item
+    }
+    dead = [row for row in facts.snapshot.deliveries if row["status"] == "dead"]
+    dead_other = [row for row in dead if _key_of(row) not in broken_keys]
+    for record in lost:
+        report.details.append(
+            f"lost: {record.send.topic} {record.send.key} answers {record.attempts}"
+        )
+    for record in unstored:
+        report.details.append(
+            f"not stored: {record.send.topic} {record.send.key} {record.attempts}"
+        )
+    for row in dead_other:
+        report.details.append(f"dead: #{row['id']} {row['topic']}: {row['last_error'][:160]}")
+    for row in facts.snapshot.deliveries:
+        if row["status"] in UNFINISHED:
+            report.details.append(f"unfinished: #{row['id']} {row['topic']} {row['status']}")
+    final = ", ".join(f"{status} {n}" for status, n in sorted(statuses.items()))
+    return [
+        Row(
+            "planned / never delivered (dropped) / sent (late)",
+            f"{len(scenario.sends)} / {sum(s.dropped for s in scenario.sends)} / {len(sent)}"
+            f" ({sum(r.send.late for r in sent)})",
+        ),
+        Row("HTTP requests: copies + sender retries", f"{copies} + {len(attempts) - copies}"),
+        Row("answers 2xx / 5xx / none / other", _answer_mix(answers)),
+        Row(
+            "stored rows / rows for nothing sent",
+            f"{len(rows_by_key)} / {len(extra)}",
+            f"{len(sent)} / 0",
+        ),
+        Row(
+            "duplicates answered / duplicate_count summed",
+            f"{duplicate_answers} / {counted}",
+            f"{duplicate_answers} / {duplicate_answers}",
+        ),
+        Row("final status", final),
+        Row("lost (sent and signed, neither stored nor retryable)", len(lost), 0),
+        Row("sent, only retryable answers, never stored", len(unstored), 0),
+        Row("unfinished (received / processing / failed)", unfinished, 0),
+        Row("dead, other than the broken ad group's delivery", len(dead_other), 0),
+    ]
+
+
+def _answer_mix(answers: Counter) -> str:
+    ok = sum(n for status, n in answers.items() if isinstance(status, int) and 200 <= status < 300)
+    busy = sum(n for status, n in answers.items() if isinstance(status, int) and status >= 500)
+    none = answers.get("none", 0)
+    return f"{ok}/{busy}/{none}/{sum(answers.values()) - ok - busy - none}"
+
+
+def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -> list[Row]:
+    snapshot = facts.snapshot
+    broken = scenario.broken.ad_group_id
+    wrong = []
+    for ad_group_id, expected in sorted(truth.ad_groups.items()):
+        if ad_group_id == broken:
+            continue
+        measured = snapshot.statuses.get(ad_group_id)
+        if measured != expected:
+            wrong.append(ad_group_id)
+            report.details.append(f"ad group {ad_group_id}: {measured} (truth {expected})")
+    before_wrong = []
+    for ad_group_id, expected in sorted(truth.delivered_ad_groups.items()):
+        if ad_group_id == broken:
+            continue
+        if facts.before.get(ad_group_id) != expected:
+            before_wrong.append(ad_group_id)
+            report.details.append(
+                f"before reconcile, ad group {ad_group_id}: {facts.before.get(ad_group_id)} "
+                f"(delivered data says {expected})"
+            )
+    disagree = [
+        ad_group_id
+        for ad_group_id, status in snapshot.statuses.items()
+        if facts.ads_final.get(ad_group_id) != status
+    ]
+    for ad_group_id in disagree:
+        report.details.append(
+            f"ad group {ad_group_id}: log says {snapshot.statuses[ad_group_id]}, "
+            f"Google Ads stand-in has {facts.ads_final.get(ad_group_id)}"
+        )
+    actions = snapshot.actions.get(broken, {})
+    broken_item_keys = {
+        s.key
+        for s in scenario.sends
+        if isinstance(s.event, LevelChange) and s.event.item == scenario.broken.item
+    }
+    broken_rows = [row for row in snapshot.deliveries if _key_of(row) in broken_item_keys]
+    broken_dead = bool(broken_rows) and all(row["status"] == "dead" for row in broken_rows)
+    applied = actions.get("applied", 0) + actions.get("dry_run", 0)
+    broken_status = DEAD if broken_dead and not applied and actions.get("failed") else "not dead"
+    alert_ids = [
+        int(match.group(1))
+        for mail in _alerts(facts.mails)
+        if (match := DEAD_ALERT.search(mail.subject))
+    ]
+    broken_ids = {row["id"] for row in broken_rows}
+    reconcile_alerts = sum("reconciliation" in mail.subject for mail in _alerts(facts.mails))
+    other_alerts = [
+        mail.subject
+        for mail in _alerts(facts.mails)
+        if not DEAD_ALERT.search(mail.subject) and "reconciliation" not in mail.subject
+    ]
+    report.details += [f"alert: {subject}" for subject in other_alerts]
+    runs = [run for run in snapshot.reconcile_runs if run["trigger"] == "manual"]
+    corrections = len(runs[-1]["corrections"]) if runs else "not run"
+    promotion = snapshot.promotion
+    late = promotion.get("end_late_seconds")
+    if promotion.get("last_error"):
+        report.details.append(f"promotion last_error: {promotion['last_error'][:300]}")
+    changed_by_reconcile = sum(
+        1
+        for ad_group_id, status in truth.ad_groups.items()
+        if ad_group_id in truth.delivered_ad_groups
+        and facts.before.get(ad_group_id) not in (None, status)
+        and ad_group_id != broken
+    )
+    naming = sum(alert_id in broken_ids for alert_id in alert_ids)
+    ended = f"{late:.1f} s" if late is not None else "-"
+    return [
+        Row(
+            "ad groups: watched + promotion (paused / enabled)",
+            f"{len(truth.ad_groups)} ({_mix(truth.ad_groups)})",
+        ),
+        Row("differ from the delivered data before reconciling", len(before_wrong), 0),
+        Row(
+            f"reconcile exit code ({changed_by_reconcile} were off, {corrections} corrected)",
+            facts.reconcile_rc,
+            0,
+        ),
+        Row("final status differs from the truth", len(wrong), 0),
+        Row("last applied action differs from the Ads stand-in", len(disagree), 0),
+        Row(f"broken ad group {broken}", broken_status, DEAD),
+        Row(
+            "  dead-delivery alerts / naming its delivery", f"{len(alert_ids)} / {naming}", "1 / 1"
+        ),
+        Row(
+            f"other alerts (besides {reconcile_alerts} on the reconciliation)", len(other_alerts), 0
+        ),
+        Row(f"promotion, {ended} after its local wall-clock end", promotion.get("status"), "ended"),
+    ]
+
+
+def _mix(statuses: dict[str, str]) -> str:
+    counts = Counter(statuses.values())
+    return f"{counts['PAUSED']} / {counts['ENABLED']}"
+
+
+def _alerts(mails: list[Mail]) -> list[Mail]:
+    return [mail for mail in mails if shop.ALERT_EMAIL in mail.recipients]
+
+
+def _reminders(truth: Truth, facts: Facts, report: Report) -> list[Row]:
+    by_email = {r.email: r for r in truth.reminders.values() if r.email}
+    mails = [mail for mail in facts.mails if shop.ALERT_EMAIL not in mail.recipients]
+    per_address = Counter(address for mail in mails for address in mail.recipients)
+    mailed: dict[str, str] = {}
+    unknown = 0
+    for mail in mails:
+        for address in mail.recipients:
+            reminder = by_email.get(address)
+            if reminder is None:
+                unknown += 1
+                continue
+            mailed[reminder.key] = "discount" if shop.DISCOUNT_CODE in mail.text else "plain"
+    decided = {
+        f"{d['checkout__source']}:{d['checkout__token']}": d["arm"]
+        for d in facts.snapshot.decisions
+        if d["sent_at"] is not None
+    }
+    sent_decisions = sum(d["sent_at"] is not None for d in facts.snapshot.decisions)
+    due = truth.due
+    missing = sorted(set(due) - set(mailed))
+    unexpected = sorted(set(mailed) - set(due))
+    wrong_arm = sorted(key for key in set(due) & set(mailed) if due[key].arm != mailed[key])
+    duplicates = sum(1 for n in per_address.values() if n > 1)
+    no_consent = sum(n for address, n in per_address.items() if address not in truth.consenting)
+    for key in missing:
+        report.details.append(
+            f"reminder missing: {key} ({due[key].arm}) {_decision_of(facts, key)}"
+        )
+    for key in unexpected:
+        report.details.append(f"reminder not due: {key} ({mailed[key]})")
+    for key in wrong_arm:
+        report.details.append(f"wrong arm: {key}: {mailed[key]} instead of {due[key].arm}")
+    arms = Counter(r.arm for r in due.values())
+    lateness = [
+        (d["decided_at"] - d["checkout_version"]).total_seconds() - shop.REMINDER_DELAY_SECONDS
+        for d in facts.snapshot.decisions
+        if d["checkout__source"] == "shopify"
+    ]
+    judged = {(d["checkout__source"], d["checkout__token"]) for d in facts.snapshot.decisions}
+    late = (
+        f"{round(median(lateness), 1) + 0.0} / {round(max(lateness), 1) + 0.0}" if lateness else "-"
+    )
+    rows = [
+        Row(
+            "checkouts in the log / judged by the system", f"{len(truth.reminders)} / {len(judged)}"
+        ),
+        Row(
+            "due: plain / discount; judged after due, median / max s",
+            f"{arms['plain']} / {arms['discount']}; {late}",
+        ),
+        Row(
+            "reminder mails at the SMTP sink / decisions marked sent",
+            f"{len(mails)} / {sent_decisions}",
+            f"{len(due)} / {len(due)}",
+        ),
+        Row("due but not sent", len(missing), 0),
+        Row("sent but not due", len(unexpected) + unknown, 0),
+        Row("wrong arm", len(wrong_arm), 0),
+        Row("addresses with more than one reminder", duplicates, 0),
+        Row("reminders to addresses without consent", no_consent, 0),
+    ]
+    if decided != mailed:
+        rows.append(Row("decisions marked sent match the mails, arm by arm", False, True))
+    return rows
+
+
+def _decision_of(facts: Facts, key: str) -> str:
+    source, token = key.split(":", 1)
+    found = [
+        f"{d['arm']} ({d['reason'][:60]})"
+        for d in facts.snapshot.decisions
+        if d["checkout__source"] == source and d["checkout__token"] == token
+    ]
+    return "; ".join(found) or "no decision recorded"
+
+
+def _faults(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
+    sends = scenario.sends
+    duplicated = [s for s in sends if s.copies > 1 and not s.dropped]
+    races = {s.race for s in sends if s.race is not None}
+    injected = facts.ads_injected
+    transient = sum(
+        n for kind, n in injected.items() if kind not in ("ok", "permanent", "long_rate_limited")
+    )
+    late = sum(s.late for s in sends if not s.dropped)
+    rows = [
+        Row(
+            "duplicated (concurrently) / restock races / late",
+            f"{len(duplicated)} ({sum(s.concurrent for s in duplicated)}) / {len(races)} / {late}",
+        ),
+        Row(
+            "Ads calls / transient / long rate limits / permanent",
+            f"{sum(injected.values())} / {transient} / {injected['long_rate_limited']}"
+            f" / {injected['permanent']}",
+        ),
+    ]
+    if scenario.outage is not None:
+        outage = facts.outage
+        stranded = sum(
+            outage.down_at <= row["received_at"].timestamp() - facts.t0 <= outage.up_at
+            for row in facts.snapshot.deliveries
+        )
+        rows.append(
+            Row(
+                "Redis down, s after start (deliveries stored meanwhile)",
+                f"{outage.down_at:.1f}-{outage.up_at:.1f} ({stranded})",
+            )
+        )
+        if not outage.up_at > outage.down_at > 0:
+            rows.append(Row("Redis was stopped and started again", False, True))
+    if scenario.kill_at is not None:
+        kill = facts.kill
+        rows.append(
+            Row(
+                "worker SIGKILLed mid-job: delivery, done s later",
+                f"#{kill.delivery_id}, {_recovery(facts)}",
+            )
+        )
+        if kill.pid is None:
+            rows.append(Row("a worker was killed mid-job", False, True))
+            report.details.append(f"kill: {kill.note}")
+    waited = [r for r in facts.records.values() if r.waited_for_evaluation is not None]
+    if waited:
+        longest = max(r.waited_for_evaluation or 0.0 for r in waited)
+        after = sum(r.evaluated is not False for r in waited)
+        rows.append(
+            Row(
+                f"orders 'after the reminder' sent after it (wait <= {longest:.0f} s)",
+                f"{after} / {len(waited)}",
+                f"{len(waited)} / {len(waited)}",
+            )
+        )
+    restarts = ", ".join(f"{name} {n}" for name, n in sorted(facts.restarts.items())) or "none"
+    rows.append(Row("processes restarted by the supervisor", restarts))
+    seconds = " / ".join(f"{waited:.1f}" for _, _, waited, _ in facts.drained)
+    idle = " / ".join("yes" if idle else "no" for _, idle, _, _ in facts.drained)
+    rows.append(
+        Row(
+            f"drained before / after reconciling ({seconds} s)",
+            idle,
+            " / ".join(["yes"] * len(facts.drained)),
+        )
+    )
+    for name, idle_, _, state in facts.drained:
+        if not idle_:
+            report.details.append(f"not drained {name}: {state}")
+    return rows
+
+
+def _recovery(facts: Facts) -> str:
+    kill = facts.kill
+    if kill.delivery_id is None:
+        return "-"
+    row = next((row for row in facts.snapshot.deliveries if row["id"] == kill.delivery_id), None)
+    if row is None or row["processed_at"] is None:
+        return "never"
+    seconds = row["processed_at"].timestamp() - facts.t0 - kill.at
+    return f"{seconds:.1f} ({row['status']})"
+
+
+def header(scenario: Scenario, wall: float, phases: dict[str, float]) -> list[str]:
+    """The parameters, the seed and the wall time."""
+    params = scenario.params
+    return [
+        f"Chaos day of Elbkerzen, seed {params.seed}",
+        f"Parameters: {params.describe()}",
+        "Wall time: {:.1f} s ({})".format(
+            wall, ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+        ),
+    ]
