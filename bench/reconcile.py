@@ -40,6 +40,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Run once, print the table, exit 0 on PASS and 1 on FAIL."""
+    return 0 if collect(argv)["passed"] else 1
+
+
+def collect(argv: list[str] | None = None) -> dict:
+    """Run once and print the table as `main` does; return the numbers for `python -m bench`."""
     args = parse_args(argv)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -110,7 +115,21 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    return 0 if passed else 1
+    return {
+        "items": args.items,
+        "locations": args.locations,
+        "levels": levels,
+        "expected": expected,
+        "queries": len(requests),
+        "throttled": throttled,
+        "total_cost": total_cost,
+        "floor": floor,
+        "waited": admin.waited,
+        "elapsed": elapsed,
+        "ratio": ratio,
+        "target": TARGET_RATIO,
+        "passed": passed,
+    }
 
 
 if __name__ == "__main__":

@@ -395,7 +395,8 @@ def timed(label: str, step: Callable[[], Any]) -> Any:
     return result
 
 
-def main(argv: list[str] | None = None) -> None:
+def collect(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the bench as `main` does and return its numbers (for `python -m bench`'s report)."""
     args = parse_args(argv)
     configure()
     queue = bench_queue()
@@ -409,6 +410,31 @@ def main(argv: list[str] | None = None) -> None:
     explain()
     if args.profile:
         profile_inventory(queue, min(args.deliveries, 200))
+    med = statistics.median
+    ratio = med(r.ratio for r in rounds)
+    return {
+        "deliveries": args.deliveries,
+        "rounds": [
+            {
+                "number": r.number,
+                "first": r.first,
+                "locations": r.locations,
+                "inventory_rate": r.inventory.rate,
+                "noop_rate": r.noop.rate,
+                "ratio": r.ratio,
+            }
+            for r in rounds
+        ],
+        "inventory_rate": med(r.inventory.rate for r in rounds),
+        "noop_rate": med(r.noop.rate for r in rounds),
+        "ratio": ratio,
+        "target": TARGET_RATIO,
+        "passed": ratio >= TARGET_RATIO,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    collect(argv)
 
 
 if __name__ == "__main__":
