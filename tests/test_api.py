@@ -94,7 +94,12 @@ def test_watched_item_round_trip(staff):
     url = f"/api/watched-items/{created.data['id']}/"
 
     expected = {**given, "id": created.data["id"], "customer_id": "1234567890", "pause_at": 0}
-    assert staff.get(url).data == {**expected, "enabled": True}
+    assert staff.get(url).data == {
+        **expected,
+        "enabled": True,
+        "clicks_per_day": "40.00",
+        "cost_per_click": "0.60",
+    }
     assert staff.patch(url, {"pause_at": 3}).data["pause_at"] == 3
     assert WatchedItem.objects.get().customer_id == "1234567890"  # PATCH kept the rest
     assert staff.delete(url).status_code == 204

@@ -64,6 +64,8 @@ class WatchedItemSerializer(DefaultCustomerIdMixin, serializers.ModelSerializer)
             "customer_id",
             "pause_at",
             "enabled",
+            "clicks_per_day",
+            "cost_per_click",
         ]
 
 
