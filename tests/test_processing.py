@@ -199,4 +199,3 @@ def test_worker_survives_a_lost_database_connection(client, run_worker, handler,
         "done",
         "done",
     ]
-
