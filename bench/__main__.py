@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             if results.worker and "error" in results.worker:
                 results.errors["worker"] = results.worker["error"]
+            env.reset_tables()  # the worker bench leaves its last round's rows and keys
+            env.flush_redis()
         if not args.skip_reconcile:
             results.reconcile = attempt(
                 results,
