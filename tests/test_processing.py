@@ -199,3 +199,15 @@ def test_worker_survives_a_lost_database_connection(client, run_worker, handler,
         "done",
         "done",
     ]
+
+
+def test_delivery_job_carries_its_retries_timeout_and_no_stored_result(queue, settings):
+    from rq.job import Job
+
+    assert inbox.enqueue_delivery(4242)
+    job = Job.fetch("delivery-4242", connection=queue.connection)
+    assert job.retries_left == len(settings.DELIVERY_RETRY_INTERVALS)
+    assert job.timeout == settings.DELIVERY_JOB_TIMEOUT
+    assert job.result_ttl == 0
+    assert queue.job_ids == ["delivery-4242"]
+    assert queue.name in [known.name for known in type(queue).all(connection=queue.connection)]
