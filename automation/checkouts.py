@@ -20,7 +20,15 @@ from django.utils import timezone
 from rq import Retry
 
 from . import claims, reminder_mail
-from .decisions import Basket, Line, MarginRule, Probabilities, ReminderChoice, choose_reminder
+from .decisions import (
+    NO_DISCOUNT_CODE,
+    Basket,
+    Line,
+    MarginRule,
+    Probabilities,
+    ReminderChoice,
+    choose_reminder,
+)
 from .exceptions import InvalidPayload
 from .inbox import Outcome, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
@@ -362,7 +370,7 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
 def _discount_block(checkout: CheckoutState, config: ReminderSettings) -> str:
     """Why the discount arm is unavailable, or "" when it may be offered."""
     if not config.discount_code.strip():
-        return "no discount code configured"
+        return NO_DISCOUNT_CODE
     since = timezone.now() - timedelta(days=config.discount_cooldown_days)
     recent = ReminderDecision.objects.filter(
         email__iexact=checkout.email, arm=Arm.DISCOUNT, sent_at__gte=since
@@ -388,6 +396,7 @@ def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderC
             for line in checkout.line_items
         ),
     )
+    rows = list(MarginRuleRow.objects.all())
     rules = [
         MarginRule(
             rate=row.rate,
@@ -396,7 +405,7 @@ def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderC
             sku=row.sku,
             vendor=row.vendor,
         )
-        for row in MarginRuleRow.objects.all()
+        for row in rows
     ]
     probabilities = Probabilities(
         p0=config.p0,
@@ -419,7 +428,7 @@ def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderC
         "lines": checkout.line_items,
         "margin_rules": [
             {"rate": str(rule.rate), "matches": str(row)}
-            for rule, row in zip(rules, MarginRuleRow.objects.all(), strict=False)
+            for rule, row in zip(rules, rows, strict=True)
         ],
         "default_margin_rate": str(config.default_margin_rate),
         "p0": str(config.p0),
