@@ -103,7 +103,6 @@ class Applied:
     """What pushing levels through the guard did: the outcome and each ad group's status."""
 
     outcome: Outcome
-    written: int = 0
     statuses: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
@@ -143,11 +142,10 @@ def apply_levels(
             )
         if all(update.available is None for update in written):
             return Applied(
-                Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action"),
-                written=len(written),
+                Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action")
             )
         total = total_available(inventory_item_id)
-        applied = Applied(Outcome(Status.DONE, f"total available {total}"), written=len(written))
+        applied = Applied(Outcome(Status.DONE, f"total available {total}"))
         for row in rows:
             status = desired_status(total, row.pause_at)
             applied.statuses[(row.customer_id, row.ad_group_id)] = status
