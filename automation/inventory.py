@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from . import ads
 from .exceptions import InvalidPayload, PermanentAdsError, TransientAdsError
-from .inbox import Outcome, handles
+from .inbox import Outcome, handles, settle
 from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
 from .sources import parse_timestamp
 
@@ -53,13 +53,14 @@ def _positive_int(payload: dict, key: str, limit: int) -> int:
     return value
 
 
-def store_level(update: LevelUpdate) -> bool:
-    """Write the level unless a later one is stored; True when written.
+def store_level(update: LevelUpdate) -> int | None:
+    """Write the level unless a later one is stored; returns the item's new total, else None.
 
     One conditional upsert decides, atomically in the database: a row for (item, location) is
     inserted, or updated only when its stored `updated_at` is not later than the new one. An
     equal timestamp passes on purpose, so the retry of a message whose Ads call failed is not
-    mistaken for a stale one.
+    mistaken for a stale one. The same statement returns the item's total available (the other
+    locations' stored levels plus this one), so the decision needs no second query.
     """
     table = connection.ops.quote_name(StockLevel._meta.db_table)
     adapt = connection.ops.adapt_datetimefield_value
@@ -73,6 +74,10 @@ def store_level(update: LevelUpdate) -> bool:
                 updated_at = EXCLUDED.updated_at,
                 recorded_at = EXCLUDED.recorded_at
             WHERE {table}.updated_at <= EXCLUDED.updated_at
+            RETURNING COALESCE({table}.available, 0) + COALESCE((
+                SELECT SUM(others.available) FROM {table} others
+                WHERE others.inventory_item_id = %s AND others.location_id <> %s
+            ), 0)
             """,  # noqa: S608  (identifiers from the model, values as parameters)
             [
                 update.inventory_item_id,
@@ -80,9 +85,12 @@ def store_level(update: LevelUpdate) -> bool:
                 update.available,
                 adapt(update.updated_at),
                 adapt(timezone.now()),
+                update.inventory_item_id,
+                update.location_id,
             ],
         )
-        return cursor.rowcount > 0
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
 
 
 def total_available(inventory_item_id: int) -> int:
@@ -118,51 +126,61 @@ def apply_levels(
     The item's watched rows stay locked from the guard to the last Ads call, so concurrent
     messages for one item take turns: the last to run sees the newest levels, and its Ads call
     is the last one. Ads errors are collected per ad group and raised after the levels commit;
-    the retry passes the guard with its equal timestamp and sets the statuses again.
+    the retry passes the guard with its equal timestamp and sets the statuses again. Without
+    errors the delivery's outcome commits together with its effects.
     """
     errors: list[Exception] = []
     with transaction.atomic():
-        rows = list(
-            WatchedItem.objects.select_for_update()
-            .filter(inventory_item_id=inventory_item_id, enabled=True)
-            .order_by("pk")
-        )
-        if not rows:
-            return Applied(
-                Outcome(Status.IGNORED, f"inventory item {inventory_item_id} not watched")
-            )
-        written = [update for update in updates if store_level(update)]
-        if not written:
-            newest = max(update.updated_at for update in updates)
-            return Applied(
-                Outcome(
-                    Status.STALE,
-                    f"newer levels are stored; this one is from {newest.isoformat()}",
-                )
-            )
-        if all(update.available is None for update in written):
-            return Applied(
-                Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action")
-            )
-        total = total_available(inventory_item_id)
-        applied = Applied(Outcome(Status.DONE, f"total available {total}"))
-        for row in rows:
-            status = desired_status(total, row.pause_at)
-            applied.statuses[(row.customer_id, row.ad_group_id)] = status
-            comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
-            try:
-                ads.apply_status(
-                    customer_id=row.customer_id,
-                    ad_group_id=row.ad_group_id,
-                    status=status,
-                    reason=f"{row.label}: {total} available {comparison} {row.pause_at}",
-                    source=source,
-                    delivery=delivery,
-                )
-            except (TransientAdsError, PermanentAdsError) as err:
-                errors.append(err)
+        applied = _apply_locked(inventory_item_id, updates, source, delivery, errors)
+        if delivery is not None and not errors:
+            settle(delivery, applied.outcome)
     if errors:
         raise _combined(errors)
+    return applied
+
+
+def _apply_locked(
+    inventory_item_id: int,
+    updates: Sequence[LevelUpdate],
+    source: str,
+    delivery: Delivery | None,
+    errors: list[Exception],
+) -> Applied:
+    rows = list(
+        WatchedItem.objects.select_for_update()
+        .filter(inventory_item_id=inventory_item_id, enabled=True)
+        .order_by("pk")
+    )
+    if not rows:
+        return Applied(Outcome(Status.IGNORED, f"inventory item {inventory_item_id} not watched"))
+    stored = [(update, store_level(update)) for update in updates]
+    written = [(update, total) for update, total in stored if total is not None]
+    if not written:
+        newest = max(update.updated_at for update in updates)
+        return Applied(
+            Outcome(Status.STALE, f"newer levels are stored; this one is from {newest.isoformat()}")
+        )
+    if all(update.available is None for update, _ in written):
+        return Applied(
+            Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action")
+        )
+    total = written[-1][1]  # the last write's statement saw every earlier one
+    applied = Applied(Outcome(Status.DONE, f"total available {total}"))
+    for row in rows:
+        status = desired_status(total, row.pause_at)
+        applied.statuses[(row.customer_id, row.ad_group_id)] = status
+        comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
+        try:
+            ads.apply_status(
+                customer_id=row.customer_id,
+                ad_group_id=row.ad_group_id,
+                status=status,
+                reason=f"{row.label}: {total} available {comparison} {row.pause_at}",
+                source=source,
+                delivery=delivery,
+            )
+        except (TransientAdsError, PermanentAdsError) as err:
+            errors.append(err)
     return applied
 
 

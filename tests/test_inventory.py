@@ -166,11 +166,21 @@ def test_malformed_body_ends_invalid_with_the_reason(
 
 def test_guard_takes_newer_and_equal_but_not_older():
     t = datetime.fromisoformat("2026-11-26T16:10:00+01:00")
-    assert store_level(LevelUpdate(ITEM, STORE, 3, t))
-    assert store_level(LevelUpdate(ITEM, STORE, 3, t))  # equal: a retry passes
-    assert not store_level(LevelUpdate(ITEM, STORE, 9, t - timedelta(microseconds=1)))
-    assert store_level(LevelUpdate(ITEM, STORE, 1, t + timedelta(seconds=1)))
+    assert store_level(LevelUpdate(ITEM, STORE, 3, t)) == 3
+    assert store_level(LevelUpdate(ITEM, STORE, 3, t)) == 3  # equal: a retry passes
+    assert store_level(LevelUpdate(ITEM, STORE, 9, t - timedelta(microseconds=1))) is None
+    assert store_level(LevelUpdate(ITEM, STORE, 1, t + timedelta(seconds=1))) == 1
     assert StockLevel.objects.get().available == 1
+
+
+def test_guard_returns_the_items_total_over_its_locations():
+    t = datetime.fromisoformat("2026-11-26T16:10:00+01:00")
+    assert store_level(LevelUpdate(ITEM, STORE, 3, t)) == 3
+    assert store_level(LevelUpdate(ITEM, WAREHOUSE, None, t)) == 3  # untracked counts 0
+    assert store_level(LevelUpdate(ITEM + 1, STORE, 50, t)) == 50  # another item: its own
+    assert store_level(LevelUpdate(ITEM, WAREHOUSE, 4, t + timedelta(seconds=1))) == 7
+    assert store_level(LevelUpdate(ITEM, STORE, 0, t + timedelta(seconds=1))) == 4
+    assert inventory.total_available(ITEM) == 4
 
 
 def test_concurrent_shuffled_stream_ends_at_the_newest_message(requires_postgres, winterzauber):
