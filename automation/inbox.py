@@ -1,6 +1,7 @@
 """The durable inbox: store each delivery once, enqueue it, dispatch it by (source, topic)."""
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -8,7 +9,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Field
 from django.utils import timezone
 from redis.exceptions import RedisError
 from rq import Retry
@@ -65,18 +66,20 @@ def record(incoming: Incoming) -> Delivery | None:
     guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
         with guard:
-            delivery = Delivery.objects.create(
-                source=incoming.source,
-                shop_domain=incoming.shop_domain,
-                topic=incoming.topic,
-                webhook_id=incoming.webhook_id,
-                event_id=incoming.event_id,
-                triggered_at=incoming.triggered_at,
-                api_version=incoming.api_version,
-                body=incoming.body,
-                status=Status.INVALID if invalid else Status.RECEIVED,
-                last_error=incoming.invalid_reason,
-                processed_at=timezone.now() if invalid else None,
+            delivery = _insert(
+                Delivery(
+                    source=incoming.source,
+                    shop_domain=incoming.shop_domain,
+                    topic=incoming.topic,
+                    webhook_id=incoming.webhook_id,
+                    event_id=incoming.event_id,
+                    triggered_at=incoming.triggered_at,
+                    api_version=incoming.api_version,
+                    body=incoming.body,
+                    status=Status.INVALID if invalid else Status.RECEIVED,
+                    last_error=incoming.invalid_reason,
+                    processed_at=timezone.now() if invalid else None,
+                )
             )
         if not invalid:
             transaction.on_commit(lambda: enqueue_delivery(delivery.pk))
@@ -85,6 +88,40 @@ def record(incoming: Incoming) -> Delivery | None:
             raise
         return None
     return delivery
+
+
+def _insert(delivery: Delivery) -> Delivery:
+    """INSERT the new row, its values prepared by the model's own fields; sets its id.
+
+    The intake's one write, on the hot path of every webhook: `Model.objects.create()` builds
+    the statement anew for every request, a quarter more time than the round trip itself.
+    Defaults, `auto_now_add` and value conversion still come from the fields.
+    """
+    fields = _insert_fields()
+    params = [
+        field.get_db_prep_save(field.pre_save(delivery, True), connection) for field in fields
+    ]
+    returning = connection.features.can_return_columns_from_insert
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(returning), params)
+        delivery.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
+    delivery._state.adding = False
+    delivery._state.db = connection.alias
+    return delivery
+
+
+@functools.cache
+def _insert_fields() -> list[Field]:
+    return [field for field in Delivery._meta.concrete_fields if not field.primary_key]
+
+
+@functools.cache
+def _insert_sql(returning: bool) -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in _insert_fields())
+    placeholders = ", ".join(["%s"] * len(_insert_fields()))
+    sql = f"INSERT INTO {quote(Delivery._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608 (names from the model)
+    return f"{sql} RETURNING {quote(Delivery._meta.pk.column)}" if returning else sql
 
 
 def _count_duplicate(incoming: Incoming) -> bool:

@@ -25,4 +25,9 @@ def redis_client() -> Redis:
 
 def default_queue() -> Queue:
     """The queue jobs go to; enqueues happen immediately (callers defer them to commit)."""
-    return django_rq.get_queue("default", connection=redis_client(), commit_mode="auto")
+    return _queue_for(settings.REDIS_URL)
+
+
+@functools.cache
+def _queue_for(url: str) -> Queue:
+    return django_rq.get_queue("default", connection=_client_for(url), commit_mode="auto")

@@ -6,7 +6,9 @@ import threading
 import pytest
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
+from automation import inbox
 from automation.models import Delivery
 from tests.signing import SHOP, post_shopify, shopify_headers
 
@@ -210,7 +212,22 @@ def test_database_down_is_503_and_nothing_enqueued(client, queue, monkeypatch):
     def broken(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(Delivery.objects, "create", broken)
+    monkeypatch.setattr(inbox, "_insert", broken)
     response = post_shopify(client, {"a": 1})
     assert response.status_code == 503
     assert queue.count == 0
+
+
+def test_recorded_row_carries_every_model_default_and_answers_with_its_id(client, queue):
+    before = timezone.now()
+    response = post_raw(
+        client, KNOWN_BODY, **shopify_headers(KNOWN_BODY, "inventory_levels/update")
+    )
+    delivery = Delivery.objects.get()
+    assert response.json() == {"status": "received", "id": delivery.pk}
+    assert delivery.attempts == 0
+    assert delivery.duplicate_count == 0
+    assert delivery.customer_ref == ""
+    assert delivery.last_error == ""
+    assert delivery.processed_at is None
+    assert before <= delivery.received_at <= timezone.now()
