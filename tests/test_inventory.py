@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.core import mail
-from django.db import connection
+from django.db import connection, transaction
 
 from automation import inventory
 from automation.inventory import LevelUpdate, apply_level, parse_level, store_level
@@ -216,6 +216,47 @@ def test_concurrent_shuffled_stream_ends_at_the_newest_message(requires_postgres
     assert (stored.available, stored.updated_at) == (newest.available, newest.updated_at)
     expected = "PAUSED" if newest.available <= 0 else "ENABLED"
     assert AdGroupAction.objects.order_by("-requested_at", "-pk").first().desired_status == expected
+
+
+def test_a_message_waits_while_another_holds_the_items_watched_rows(
+    requires_postgres, winterzauber
+):
+    """The lock that makes the last Ads call the newest one: a second message for the item
+    waits for the first transaction instead of deciding on levels that are about to change."""
+    locked, release = threading.Event(), threading.Event()
+    finished: list[str] = []
+
+    def holder():
+        try:
+            with transaction.atomic():
+                assert inventory.lock_watched(ITEM)
+                locked.set()
+                release.wait(5)
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            update = LevelUpdate(
+                ITEM, STORE, 3, datetime.fromisoformat("2026-11-26T16:10:00+01:00")
+            )
+            finished.append(apply_level(update, source="webhook").status)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert locked.wait(5)
+    waiting = threading.Thread(target=second)
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive() and not finished  # blocked on the watched row
+    assert not StockLevel.objects.exists()
+    release.set()
+    first.join(5)
+    waiting.join(5)
+    assert finished == [Delivery.Status.DONE]
+    assert statuses() == ["ENABLED"]
 
 
 def test_one_item_drives_several_ad_groups(client, run_worker, winterzauber):
