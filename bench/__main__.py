@@ -24,7 +24,7 @@ OUTPUT = ROOT / "docs" / "PERFORMANCE.md"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs (a smoke test)")
-    for part in ("intake", "reaction", "profile", "experiments", "worker", "reconcile"):
+    for part in ("intake", "reaction", "profile", "worker", "reconcile"):
         parser.add_argument(f"--skip-{part}", action="store_true", help=f"leave out {part}")
     parser.add_argument("--rounds", type=int, help="intake rounds (default 3, quick 1)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run (default 10, quick 3)")
@@ -53,9 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.warmup = 1 if quick else 3
     args.items = args.items or (300 if quick else 2000)
     args.deliveries = args.deliveries or (200 if quick else 500)
-    args.worker_rounds = 1 if quick else 3
+    args.worker_rounds = 1 if quick else 5
     args.profile_seconds = 5 if quick else 10
-    args.ab_rounds, args.ab_requests = (10, 30) if quick else (40, 50)
     args.candidates = {}
     for n, spec in enumerate(args.candidate, start=1):
         name, _, path = spec.rpartition("=")
@@ -84,7 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     from bench import (
         collect,
         env,
-        experiments,
         intake,
         machine,
         profiling,
@@ -113,15 +111,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 procs.stop_all()  # a part that failed half-way leaves nothing running
             if not args.skip_profile:
-                for target in ("intake", "proposed"):
-                    found = attempt(
-                        results,
-                        f"profile {target}",
-                        lambda target=target: profiling.profile_intake(
-                            procs, args.profile_seconds, target
-                        ),
-                    )
-                    results.profiles += [found] if found else []
+                found = attempt(
+                    results,
+                    "profile intake",
+                    lambda: profiling.profile_intake(procs, args.profile_seconds),
+                )
+                results.profiles += [found] if found else []
             if not args.skip_reaction:
 
                 def reaction_run() -> reaction.ReactionResult:
@@ -143,16 +138,6 @@ def main(argv: list[str] | None = None) -> int:
                 results.profiles += [found] if found else []
         env.reset_tables()
         env.flush_redis()
-        if not args.skip_experiments:
-            for name, measure in (("intake", experiments.intake), ("job", experiments.job)):
-                found = attempt(
-                    results,
-                    f"experiments: {name}",
-                    lambda measure=measure: measure(args.ab_rounds, args.ab_requests),
-                )
-                results.experiments += [found] if found else []
-            env.reset_tables()
-            env.flush_redis()
         if not args.skip_worker:
             worker_args = ["--deliveries", str(args.deliveries)]
             worker_args += ["--rounds", str(args.worker_rounds)]
@@ -193,7 +178,6 @@ def write(results: Any, output: Path) -> None:
         "intake": results.intake.as_dict() if results.intake else None,
         "reaction": results.reaction.as_dict() if results.reaction else None,
         "profiles": [p.as_dict() for p in results.profiles],
-        "experiments": [e.as_dict() for e in results.experiments],
         "worker": results.worker,
         "reconcile": results.reconcile,
         "errors": results.errors,

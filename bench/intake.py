@@ -1,9 +1,9 @@
 """Intake throughput and latency under wrk: the product's view against two references.
 
 Why: a webhook intake is judged by how close it gets to what the server setup can do at all
-(`bare`) and to the least the design needs (`verify + enqueue`, no database write). All of them,
-and the intake with the recommended changes (`proposed`), are served by the same gunicorn in the
-same run, interleaved, so the ratios survive a noisy machine where absolute numbers would not.
+(`bare`) and to the least the design needs (`verify + enqueue`, no database write). All of them
+are served by the same gunicorn in the same run, interleaved, so the ratios survive a noisy
+machine where absolute numbers would not.
 """
 
 import json
@@ -41,7 +41,6 @@ TARGETS = {
     "bare": "/bench/bare/",
     "verify+enqueue": "/bench/verify-enqueue/",
     "intake": "/webhooks/shopify/",
-    "proposed": "/bench/proposed-intake/",  # the intake with the recommended changes
 }
 
 LUA = r"""
@@ -221,7 +220,7 @@ def run_wrk(wrk: str, script: Path, url: str, connections: int, seconds: float, 
 
 def stored_count(target: str, tag: str) -> int:
     """What the run left behind: intake rows with the run's ids, or jobs queued."""
-    if target not in ("bare", "verify+enqueue"):  # an intake: the product's or a proposal
+    if target not in ("bare", "verify+enqueue"):  # an intake: the product's or a candidate's
         from automation.models import Delivery
 
         return Delivery.objects.filter(webhook_id__startswith=f"{tag}-").count()

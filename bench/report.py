@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from bench.experiments import Comparison
 from bench.intake import TARGET_P99_MS, IntakeResult
 from bench.profiling import Breakdown
 from bench.reaction import STEADY_P99_MS, TARGET_RATE, WORKERS, ReactionResult
@@ -27,7 +26,6 @@ class Results:
     intake: IntakeResult | None = None
     reaction: ReactionResult | None = None
     profiles: list[Breakdown] = field(default_factory=list)
-    experiments: list[Comparison] = field(default_factory=list)
     worker: dict | None = None
     reconcile: dict | None = None
     errors: dict[str, str] = field(default_factory=dict)
@@ -121,9 +119,7 @@ command: 4 sync workers, `elbkerzen.wsgi`, here with `DJANGO_SETTINGS_MODULE=ben
 DEBUG off, access log to /dev/null) on PostgreSQL and Redis DB 14. Targets on the same server:
 `bare` (`bench/views.py`: 200, nothing else), `verify+enqueue` (the product's `shopify.verify`,
 then a no-op job enqueued through `automation.queues.default_queue()` with the delivery job's
-options, no database), `intake` (the product's `POST /webhooks/shopify/`) and `proposed` (the
-same row and job with every change recommended below, `bench/proposal.py`, whether or not the
-product has adopted it yet; not a target, evidence).
+options, no database) and `intake` (the product's `POST /webhooks/shopify/`).
 The Lua script signs one `inventory_levels/update` body once and sends a new
 `X-Shopify-Webhook-Id` with every
 request, so every request stores a new row (no duplicate shortcut). {result.rounds} rounds, the
@@ -207,31 +203,6 @@ def profile_section(profiles: list[Breakdown]) -> str:
 {table(["frame", "share"], hot)}
 
 </details>
-"""
-        )
-    return "\n".join(parts)
-
-
-def experiments_section(comparisons: list[Comparison]) -> str:
-    parts = [
-        """## Experiments: the recommended product changes, measured in-process
-
-One process alternates blocks of requests (or jobs) between variants, the order rotated each
-round; each block is compared with the product's block of the same round and the median of those
-ratios is shown. The variants swap product functions and the connection's health-check flag at
-run time (`bench/proposal.py`, `bench/experiments.py`); no product file is changed. They are
-relative to the product as it is: a change it has adopted shows ≈ 1.00×, and the opposite
-variant shows what that change saves.
-"""
-    ]
-    for c in comparisons:
-        rows = [[name, f"{ms:.2f}", f"{ratio:.2f}×"] for name, ms, ratio in c.rows]
-        parts.append(
-            f"""### {c.title}
-
-{c.rounds} rounds × {c.per_round} per variant.
-
-{table(["variant", c.unit, "× product"], rows)}
 """
         )
     return "\n".join(parts)
@@ -323,8 +294,6 @@ compare the ratios, which come from runs interleaved in the same minute, not the
         parts.append(reconcile_section(results.reconcile))
     if results.profiles:
         parts.append(profile_section(results.profiles))
-    if results.experiments:
-        parts.append(experiments_section(results.experiments))
     if FINDINGS.exists():
         parts.append(FINDINGS.read_text())
     return "\n".join(parts).rstrip() + "\n"

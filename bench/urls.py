@@ -9,5 +9,4 @@ urlpatterns = [
     *product_urlpatterns,
     path("bench/bare/", views.bare, name="bench-bare"),
     path("bench/verify-enqueue/", views.verify_enqueue, name="bench-verify-enqueue"),
-    path("bench/proposed-intake/", views.proposed_intake, name="bench-proposed-intake"),
 ]

@@ -2,21 +2,17 @@
 
 `bare` is what the server setup costs with nothing done; `verify_enqueue` is the least the design
 needs (check the signature, hand a job to Redis through the product's shared client) without the
-durable row. The product's intake is measured against both in the same run, and against
-`proposed_intake`: the same row and job with the changes the profiles recommend (bench/proposal.py).
+durable row. The product's intake is measured against both in the same run.
 """
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 from rq import Retry
 
 from automation.exceptions import WebhookRejected
 from automation.queues import default_queue
 from automation.sources import shopify
-from bench import proposal
 
 
 def noop() -> None:
@@ -45,21 +41,3 @@ def verify_enqueue(request: HttpRequest) -> JsonResponse:
         description=f"bench no-op for {incoming.webhook_id}",
     )
     return JsonResponse({"status": "queued", "id": job.id})
-
-
-@csrf_exempt
-@require_POST
-def proposed_intake(request: HttpRequest) -> JsonResponse:
-    """The Shopify intake with the recommended changes: same row, same job, same answer."""
-    proposal.skip_health_check()
-    try:
-        incoming = shopify.verify(request)
-    except WebhookRejected as err:
-        return JsonResponse({"error": str(err)}, status=err.status)
-    try:
-        delivery = proposal.record(incoming, enqueue=proposal.enqueue_delivery)
-    except DatabaseError:
-        return JsonResponse({"error": "storage unavailable, retry later"}, status=503)
-    if delivery is None:
-        return JsonResponse({"status": "duplicate"})
-    return JsonResponse({"status": delivery.status, "id": delivery.pk})
