@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
-from . import metrics
+from . import metrics, rows
 from .exceptions import PermanentAdsError, TransientAdsError
 from .models import AdGroupAction, Delivery
 
@@ -85,4 +85,4 @@ def apply_status(
         raise
     if delivery is not None and delivery.triggered_at is not None:
         metrics.REACTION_SECONDS.observe((requested_at - delivery.triggered_at).total_seconds())
-    return AdGroupAction.objects.create(**fields, result=result, applied_at=timezone.now())
+    return rows.insert(AdGroupAction(**fields, result=result, applied_at=timezone.now()))

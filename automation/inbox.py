@@ -1,7 +1,6 @@
 """The durable inbox: store each delivery once, enqueue it, dispatch it by (source, topic)."""
 
 import contextlib
-import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -9,14 +8,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Field
+from django.db.models import F
 from django.utils import timezone
 from redis.exceptions import RedisError
 from rq import Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from . import alerts
+from . import alerts, rows
 from .exceptions import InvalidPayload, PermanentError
 from .log_context import delivery_context
 from .models import Delivery
@@ -66,7 +65,7 @@ def record(incoming: Incoming) -> Delivery | None:
     guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
         with guard:
-            delivery = _insert(
+            delivery = rows.insert(
                 Delivery(
                     source=incoming.source,
                     shop_domain=incoming.shop_domain,
@@ -88,40 +87,6 @@ def record(incoming: Incoming) -> Delivery | None:
             raise
         return None
     return delivery
-
-
-def _insert(delivery: Delivery) -> Delivery:
-    """INSERT the new row, its values prepared by the model's own fields; sets its id.
-
-    The intake's one write, on the hot path of every webhook: `Model.objects.create()` builds
-    the statement anew for every request, a quarter more time than the round trip itself.
-    Defaults, `auto_now_add` and value conversion still come from the fields.
-    """
-    fields = _insert_fields()
-    params = [
-        field.get_db_prep_save(field.pre_save(delivery, True), connection) for field in fields
-    ]
-    returning = connection.features.can_return_columns_from_insert
-    with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(returning), params)
-        delivery.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
-    delivery._state.adding = False
-    delivery._state.db = connection.alias
-    return delivery
-
-
-@functools.cache
-def _insert_fields() -> list[Field]:
-    return [field for field in Delivery._meta.concrete_fields if not field.primary_key]
-
-
-@functools.cache
-def _insert_sql(returning: bool) -> str:
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in _insert_fields())
-    placeholders = ", ".join(["%s"] * len(_insert_fields()))
-    sql = f"INSERT INTO {quote(Delivery._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608 (names from the model)
-    return f"{sql} RETURNING {quote(Delivery._meta.pk.column)}" if returning else sql
 
 
 def _count_duplicate(incoming: Incoming) -> bool:
@@ -233,7 +198,7 @@ def claim(delivery_id: int) -> Delivery | None:
     """
     table = Delivery._meta.db_table
     columns = ", ".join(connection.ops.quote_name(f.column) for f in Delivery._meta.concrete_fields)
-    rows = list(
+    claimed = list(
         Delivery.objects.raw(
             f"UPDATE {connection.ops.quote_name(table)} "  # noqa: S608 (names from the model)
             "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
@@ -248,7 +213,7 @@ def claim(delivery_id: int) -> Delivery | None:
             ],
         )
     )
-    return rows[0] if rows else None
+    return claimed[0] if claimed else None
 
 
 def process(delivery_id: int, *, final_attempt: bool) -> str:
@@ -300,9 +265,20 @@ def settle(delivery: Delivery, outcome: Outcome) -> None:
 
 
 def _finish(delivery: Delivery, outcome: Outcome) -> str:
-    Delivery.objects.filter(pk=delivery.pk).update(
-        status=outcome.status, last_error=outcome.note, processed_at=timezone.now()
-    )
+    """Record the final status: once per delivery, so written out like the claim (the ORM's
+    UPDATE compiled anew each time cost a tenth of an inventory job)."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(Delivery._meta.db_table)} "  # noqa: S608 (names from the model)
+            "SET status = %s, last_error = %s, processed_at = %s WHERE id = %s",
+            [
+                outcome.status,
+                outcome.note,
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                delivery.pk,
+            ],
+        )
     return outcome.status
 
 

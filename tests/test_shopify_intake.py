@@ -212,7 +212,7 @@ def test_database_down_is_503_and_nothing_enqueued(client, queue, monkeypatch):
     def broken(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(inbox, "_insert", broken)
+    monkeypatch.setattr(inbox.rows, "insert", broken)
     response = post_shopify(client, {"a": 1})
     assert response.status_code == 503
     assert queue.count == 0
