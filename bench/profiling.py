@@ -26,7 +26,7 @@ INTAKE_RULES = [
         "DatabaseWrapper.is_usable (django/db/backends/postgresql",
         "PostgreSQL: health check SELECT 1",
     ),
-    ("_insert (automation/inbox.py", "PostgreSQL: INSERT (autocommit, round trip)"),
+    ("insert (automation/rows.py", "PostgreSQL: INSERT (autocommit, round trip)"),
     ("enqueue_delivery (automation/inbox.py", "Redis: enqueue the job (RQ + round trip)"),
     ("verify (automation/sources/shopify.py", "verify: HMAC, headers, JSON check"),
     ("(prometheus_client/", "metrics: prometheus_client"),
