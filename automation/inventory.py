@@ -110,10 +110,12 @@ def desired_status(total: int, pause_at: int) -> str:
 
 @dataclass
 class Applied:
-    """What pushing levels through the guard did: the outcome and each ad group's status."""
+    """What pushing levels through the guard did: the outcome, each ad group's status, and the
+    Ads errors (raised once the levels have committed)."""
 
     outcome: Outcome
     statuses: dict[tuple[str, str], str] = field(default_factory=dict)
+    errors: list[Exception] = field(default_factory=list)
 
 
 def apply_levels(
@@ -131,13 +133,12 @@ def apply_levels(
     the retry passes the guard with its equal timestamp and sets the statuses again. Without
     errors the delivery's outcome commits together with its effects.
     """
-    errors: list[Exception] = []
     with transaction.atomic():
-        applied = _apply_locked(inventory_item_id, updates, source, delivery, errors)
-        if delivery is not None and not errors:
+        applied = _apply_locked(inventory_item_id, updates, source, delivery)
+        if delivery is not None and not applied.errors:
             settle(delivery, applied.outcome)
-    if errors:
-        raise _combined(errors)
+    if applied.errors:
+        raise _combined(applied.errors)
     return applied
 
 
@@ -146,7 +147,6 @@ def _apply_locked(
     updates: Sequence[LevelUpdate],
     source: str,
     delivery: Delivery | None,
-    errors: list[Exception],
 ) -> Applied:
     rows = lock_watched(inventory_item_id)
     if not rows:
@@ -178,7 +178,7 @@ def _apply_locked(
                 delivery=delivery,
             )
         except (TransientAdsError, PermanentAdsError) as err:
-            errors.append(err)
+            applied.errors.append(err)
     return applied
 
 

@@ -1,7 +1,7 @@
 """INSERT a new model row with a statement built once per model: the hot paths' one write.
 
-`Model.objects.create()` compiles its INSERT anew on every call; on the intake and in the
-inventory job that compiling cost a quarter of each request's or job's own time (bench/). Values
+`Model.objects.create()` compiles its INSERT anew on every call, which on the intake cost more
+than the round trip itself (bench/findings.md, change 4). Values
 still come from the model's fields (defaults, `auto_now_add`, conversion), so the row equals
 what `create()` would write; no signals are sent (the project has no receivers on these models).
 """
