@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from automation.models import WatchedItem
 
@@ -39,6 +40,9 @@ def browser():
         )
         yield browser
         browser.close()
+        # ORM calls made while Playwright's sync API runs use a connection of their own context;
+        # close it here, or it outlives the test and blocks the test database's teardown.
+        connections.close_all()
 
 
 def test_merchant_changes_a_threshold_and_opens_the_dashboard(
