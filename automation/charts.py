@@ -12,7 +12,9 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
+from django.utils.formats import number_format
 from django.utils.html import escape
 
 DEFAULT_COLOR = "#417690"
@@ -112,8 +114,9 @@ def _axis(low: float, high: float, *, integers: bool) -> tuple[float, float, lis
     return bottom, top, ticks
 
 
-def _tick_label(value: float) -> str:
-    return f"{value:g}" if abs(value) < 1e6 else f"{value:.2g}"
+def number(value: float) -> str:
+    """A value as people read it in the active language: 0.5 in English, 0,5 in German."""
+    return number_format(Decimal(f"{value:g}" if abs(value) < 1e6 else f"{value:.2g}"))
 
 
 def _legend(series: Sequence[Series], width: int, y: float) -> tuple[list[str], float]:
@@ -142,7 +145,7 @@ def _value_axis(
             f'<line x1="{_n(left)}" x2="{_n(right)}" y1="{_n(y)}" y2="{_n(y)}" '
             f'stroke="currentColor" stroke-opacity="{opacity}"/>'
         )
-        parts.append(_text(left - 6, y + 4, _tick_label(tick), anchor="end", opacity="0.7"))
+        parts.append(_text(left - 6, y + 4, number(tick), anchor="end", opacity="0.7"))
     return parts
 
 
@@ -151,7 +154,7 @@ def grouped_bar_chart(
     series: Sequence[Series],
     *,
     title: str,
-    value_format: Callable[[float], str] = lambda v: f"{v:g}",
+    value_format: Callable[[float], str] = number,
     width: int = 560,
     height: int = 280,
     integers: bool = False,
@@ -240,7 +243,7 @@ def stacked_bar_chart(
                         bar_width,
                         scale(base) - y_top,
                         entry.color,
-                        f"{category} – {entry.name}: {value:g}",
+                        f"{category} – {entry.name}: {number(value)}",
                     )
                 )
                 base += value
@@ -249,7 +252,7 @@ def stacked_bar_chart(
                 _text(
                     x + bar_width / 2,
                     scale(totals[index]) - 5,
-                    f"{totals[index]:g}",
+                    number(totals[index]),
                     anchor="middle",
                 )
             )

@@ -19,6 +19,7 @@ from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -34,6 +35,7 @@ from .models import (
 )
 
 SECONDS_PER_DAY = Decimal(86400)
+CENT = Decimal("0.01")
 DEFAULT_CLICKS_PER_DAY = Decimal("40")
 DEFAULT_COST_PER_CLICK = Decimal("0.60")
 REACTION_DAYS = 30
@@ -521,7 +523,7 @@ def format_euros(amount: Decimal) -> str:
     """Cents for amounts a merchant counts, "< 0.01 €" for the fractions our reaction costs."""
     if Decimal(0) < amount < Decimal("0.01"):
         return _("< 0.01 €")
-    return _("%(amount)s €") % {"amount": f"{amount:.2f}"}
+    return _("%(amount)s €") % {"amount": number_format(amount.quantize(CENT), 2)}
 
 
 def format_percent(rate: Decimal) -> str:
@@ -532,11 +534,11 @@ def format_percent(rate: Decimal) -> str:
 def format_clicks(clicks: Decimal) -> str:
     """Two decimals; one significant digit for the fraction of a click a fast reaction costs."""
     if Decimal(0) < clicks < Decimal("0.01"):
-        return f"{float(clicks):.1g}"
-    return f"{clicks:.2f}"
+        return number_format(Decimal(f"{float(clicks):.1g}"))
+    return number_format(clicks.quantize(CENT), 2)
 
 
 def _number(value: float, places: int = 1) -> str:
-    """One decimal place unless it is zero: 2 s, 7.5 min."""
+    """One decimal place unless it is zero: 2 s, 7.5 min (7,5 min in German)."""
     text = f"{value:.{places}f}"
-    return text[:-2] if places == 1 and text.endswith(".0") else text
+    return number_format(Decimal(text[:-2] if places == 1 and text.endswith(".0") else text))

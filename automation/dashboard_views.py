@@ -1,5 +1,7 @@
 """The staff dashboard: one page of pictures over dashboard.py's numbers, in the admin's frame."""
 
+from decimal import Decimal
+
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
@@ -85,7 +87,7 @@ def overview() -> dict:
                 ),
             ],
             title=_("Expected extra margin per abandoned 40 € basket (ΔE, €)"),
-            value_format=lambda v: f"{v:.2f} €",
+            value_format=lambda v: data.format_euros(Decimal(str(v))),
             width=480,
         ),
         "deliveries": deliveries,

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from automation import charts, dashboard
 from automation.decisions import Basket, Probabilities, choose_reminder
@@ -432,3 +432,17 @@ def test_the_page_loads_nothing_from_other_hosts(staff_client, winterzauber):
     assert references, "expected the admin's own links and assets"
     assert all(ref.startswith(("/", "#", "?")) for ref in references), references
     assert "@import" not in html and "url(" not in html
+
+
+def test_numbers_use_the_merchants_decimal_comma_in_german():
+    with translation.override("de"):
+        assert dashboard.format_euros(Decimal("0.885")) == "0,88 €"
+        assert dashboard.format_euros(Decimal("43")) == "43,00 €"
+        assert dashboard.format_euros(Decimal("0.004")) == "< 0,01 €"
+        assert dashboard.format_percent(Decimal("0.055")) == "5,5 %"
+        assert dashboard.format_clicks(Decimal("1.5")) == "1,50"
+        assert dashboard.format_clicks(Decimal("0.00031")) == "0,0003"
+        assert dashboard.format_duration(timedelta(seconds=450)) == "7,5 min"
+    with translation.override("en"):
+        assert dashboard.format_euros(Decimal("0.885")) == "0.88 €"
+        assert dashboard.format_percent(Decimal("0.04")) == "4 %"
