@@ -348,6 +348,13 @@ def address_claim_key(email: str) -> str:
     return f"reminder-to:{email_ref(email)}"
 
 
+CLAIM_TAKEN = "claim for this checkout already taken"
+
+
+def frequency_capped(config: ReminderSettings) -> str:
+    return f"address got a reminder within {config.frequency_cap_days} days"
+
+
 def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     """Why this checkout gets no reminder at all, or "" when it may get one."""
     if checkout.completed_at:
@@ -359,9 +366,9 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     if SuppressedAddress.objects.filter(email=checkout.email.strip().lower()).exists():
         return "address unsubscribed"
     if claims.is_claimed(address_claim_key(checkout.email)):
-        return f"address got a reminder within {config.frequency_cap_days} days"
+        return frequency_capped(config)
     if claims.is_claimed(checkout_claim_key(checkout)):
-        return "claim for this checkout already taken"
+        return CLAIM_TAKEN
     if not checkout.recovery_url:
         return "no recovery link"
     return ""
@@ -483,14 +490,11 @@ def evaluate(checkout_id: int, version: datetime) -> str:
     checkout_key = checkout_claim_key(checkout)
     address_key = address_claim_key(checkout.email)
     if not claims.claim_once(checkout_key, CHECKOUT_CLAIM_TTL):
-        _record(
-            checkout, overwrite=False, arm=Arm.NONE, reason="claim for this checkout already taken"
-        )
+        _record(checkout, overwrite=False, arm=Arm.NONE, reason=CLAIM_TAKEN)
         return "skipped: claimed"
     if not claims.claim_once(address_key, timedelta(days=config.frequency_cap_days)):
         claims.release(checkout_key)
-        reason = f"address got a reminder within {config.frequency_cap_days} days"
-        _record(checkout, overwrite=False, arm=Arm.NONE, reason=reason)
+        _record(checkout, overwrite=False, arm=Arm.NONE, reason=frequency_capped(config))
         return "skipped: frequency cap"
 
     decision = _record(checkout, overwrite=True, **_choice_fields(choice, inputs), error="")
