@@ -521,7 +521,7 @@ def format_duration(value: timedelta) -> str:
 
 def format_euros(amount: Decimal) -> str:
     """Cents for amounts a merchant counts, "< 0.01 €" for the fractions our reaction costs."""
-    if Decimal(0) < amount < Decimal("0.01"):
+    if Decimal(0) < amount < CENT:
         return _("< 0.01 €")
     return _("%(amount)s €") % {"amount": number_format(amount.quantize(CENT), 2)}
 
@@ -533,7 +533,7 @@ def format_percent(rate: Decimal) -> str:
 
 def format_clicks(clicks: Decimal) -> str:
     """Two decimals; one significant digit for the fraction of a click a fast reaction costs."""
-    if Decimal(0) < clicks < Decimal("0.01"):
+    if Decimal(0) < clicks < CENT:
         return number_format(Decimal(f"{float(clicks):.1g}"))
     return number_format(clicks.quantize(CENT), 2)
 
