@@ -228,7 +228,7 @@ class ComparisonRow:
             "clicks": format_clicks(self.clicks),
             "cost": format_euros(self.cost),
         }
-        if self.cost < Decimal("0.01"):
+        if self.cost < CENT:
             return _("%(time)s → %(clicks)s clicks, less than a cent") % values
         return _("%(time)s → %(clicks)s clicks ≈ %(cost)s") % values
 
