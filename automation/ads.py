@@ -60,7 +60,7 @@ def apply_status(
     reason: str,
     source: str,
     delivery: Delivery | None = None,
-) -> AdGroupAction:
+) -> None:
     """Send a status change and log it; a failure is logged too, then re-raised."""
     requested_at = timezone.now()
     fields = {
@@ -85,4 +85,4 @@ def apply_status(
         raise
     if delivery is not None and delivery.triggered_at is not None:
         metrics.REACTION_SECONDS.observe((requested_at - delivery.triggered_at).total_seconds())
-    return rows.insert(AdGroupAction(**fields, result=result, applied_at=timezone.now()))
+    rows.insert(AdGroupAction, **fields, result=result, applied_at=timezone.now())

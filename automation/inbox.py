@@ -5,6 +5,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -53,40 +54,47 @@ def handles(source: str, *topics: str) -> Callable[[Handler], Handler]:
 # --- intake --------------------------------------------------------------------------------
 
 
-def record(incoming: Incoming) -> Delivery | None:
+class Recorded(NamedTuple):
+    """What the intake answers with: the stored row's id and status."""
+
+    pk: int
+    status: str
+
+
+def record(incoming: Incoming) -> Recorded | None:
     """Store a verified delivery; None when it duplicates a stored one (counted on that row).
 
     The database's unique constraint decides duplicates, so concurrent copies make one row.
     The job is enqueued only after the row has committed.
     """
     invalid = bool(incoming.invalid_reason)
+    status = Status.INVALID if invalid else Status.RECEIVED
     # A lone INSERT commits by itself: no BEGIN/COMMIT round trips on the hot path. Inside a
     # caller's transaction a savepoint keeps an IntegrityError from poisoning it.
     guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
         with guard:
-            delivery = rows.insert(
-                Delivery(
-                    source=incoming.source,
-                    shop_domain=incoming.shop_domain,
-                    topic=incoming.topic,
-                    webhook_id=incoming.webhook_id,
-                    event_id=incoming.event_id,
-                    triggered_at=incoming.triggered_at,
-                    api_version=incoming.api_version,
-                    body=incoming.body,
-                    status=Status.INVALID if invalid else Status.RECEIVED,
-                    last_error=incoming.invalid_reason,
-                    processed_at=timezone.now() if invalid else None,
-                )
+            pk = rows.insert(
+                Delivery,
+                source=incoming.source,
+                shop_domain=incoming.shop_domain,
+                topic=incoming.topic,
+                webhook_id=incoming.webhook_id,
+                event_id=incoming.event_id,
+                triggered_at=incoming.triggered_at,
+                api_version=incoming.api_version,
+                body=incoming.body,
+                status=status,
+                last_error=incoming.invalid_reason,
+                processed_at=timezone.now() if invalid else None,
             )
         if not invalid:
-            transaction.on_commit(lambda: enqueue_delivery(delivery.pk))
+            transaction.on_commit(lambda: enqueue_delivery(pk))
     except IntegrityError:
         if not _count_duplicate(incoming):
             raise
         return None
-    return delivery
+    return Recorded(pk, status)
 
 
 def _count_duplicate(incoming: Incoming) -> bool:

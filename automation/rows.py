@@ -1,45 +1,63 @@
 """INSERT a new model row with a statement built once per model: the hot paths' one write.
 
-`Model.objects.create()` compiles its INSERT anew on every call, which on the intake cost more
-than the round trip itself (bench/findings.md, change 4). Values
-still come from the model's fields (defaults, `auto_now_add`, conversion), so the row equals
-what `create()` would write; no signals are sent (the project has no receivers on these models).
+`Model.objects.create()` compiles its INSERT anew on every call and first builds a model
+instance; on the intake both together cost more than the round trip itself (bench/findings.md,
+changes 4 and 7). Values still go through the model's fields (defaults, `auto_now_add`,
+conversion), so the row equals what `create()` would write; no signals are sent (the project
+has no receivers on these models).
 """
 
 import functools
-from typing import TypeVar
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import Field, Model
+from django.utils import timezone
 
-M = TypeVar("M", bound=Model)
+
+class _Column(NamedTuple):
+    field: Field
+    stamped: bool  # auto_now / auto_now_add: the time of the INSERT unless given
 
 
-def insert(instance: M) -> M:
-    """INSERT `instance` as a new row and set its primary key."""
-    model = type(instance)
-    fields = _fields(model)
-    params = [
-        field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields
-    ]
+def insert(model: type[Model], **values: Any) -> int:
+    """INSERT a row of `model` from field values (a related row by instance) and return its pk."""
+    columns = _columns(model)
+    unknown = values.keys() - columns.keys()
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field(s) {', '.join(sorted(unknown))}")
+    now = timezone.now()
+    params = []
+    for name, (field, stamped) in columns.items():
+        if name in values:
+            value = values[name]
+            if isinstance(value, Model):
+                value = value.pk
+        else:
+            value = now if stamped else field.get_default()
+        params.append(field.get_db_prep_save(value, connection))
     returning = connection.features.can_return_columns_from_insert
     with connection.cursor() as cursor:
         cursor.execute(_insert_sql(model, returning), params)
-        instance.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
-    instance._state.adding = False
-    instance._state.db = connection.alias
-    return instance
+        return cursor.fetchone()[0] if returning else cursor.lastrowid
 
 
 @functools.cache
-def _fields(model: type[Model]) -> list[Field]:
-    return [field for field in model._meta.concrete_fields if not field.primary_key]
+def _columns(model: type[Model]) -> dict[str, _Column]:
+    return {
+        field.name: _Column(
+            field, bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False))
+        )
+        for field in model._meta.concrete_fields
+        if not field.primary_key
+    }
 
 
 @functools.cache
 def _insert_sql(model: type[Model], returning: bool) -> str:
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in _fields(model))
-    placeholders = ", ".join(["%s"] * len(_fields(model)))
+    fields = [column.field for column in _columns(model).values()]
+    columns = ", ".join(quote(field.column) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
     sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608
     return f"{sql} RETURNING {quote(model._meta.pk.column)}" if returning else sql

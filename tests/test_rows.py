@@ -1,7 +1,9 @@
 """rows.insert writes exactly the row Model.objects.create() would."""
 
+from datetime import timedelta
+
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from automation import rows
@@ -19,23 +21,22 @@ VALUES = {
 }
 
 
-def delivery(**overrides) -> Delivery:
-    return Delivery(**(VALUES | overrides))
+def delivery(**overrides) -> int:
+    return rows.insert(Delivery, **(VALUES | overrides))
 
 
-def stored(instance) -> dict:
-    row = type(instance).objects.filter(pk=instance.pk).values().get()
+def stored(model, pk: int) -> dict:
+    row = model.objects.filter(pk=pk).values().get()
     row.pop("id")
     return row
 
 
 def test_insert_writes_what_create_writes_defaults_and_auto_now_add_included():
     before = timezone.now()
-    mine = rows.insert(delivery(webhook_id="mine"))
+    mine = delivery(webhook_id="mine")
     theirs = Delivery.objects.create(**(VALUES | {"webhook_id": "theirs"}))
-    assert mine.pk and mine.pk != theirs.pk
-    assert not mine._state.adding and mine._state.db == connection.alias
-    a, b = stored(mine), stored(theirs)
+    assert mine and mine != theirs.pk
+    a, b = stored(Delivery, mine), stored(Delivery, theirs.pk)
     assert before <= a.pop("received_at") <= timezone.now()
     b.pop("received_at")
     assert a | {"webhook_id": "theirs"} == b
@@ -43,26 +44,38 @@ def test_insert_writes_what_create_writes_defaults_and_auto_now_add_included():
 
 
 def test_insert_keeps_foreign_keys_and_nulls():
-    source = rows.insert(delivery())
-    action = rows.insert(
-        AdGroupAction(
-            customer_id="1234567890",
-            ad_group_id="555",
-            desired_status="PAUSED",
-            reason="Winterzauber: 0 available ≤ 0",
-            source="webhook",
-            delivery=source,
-            result="dry_run",
-            requested_at=timezone.now(),
-        )
-    )
-    loaded = AdGroupAction.objects.get(pk=action.pk)
-    assert loaded.delivery_id == source.pk
-    assert loaded.applied_at is None and loaded.error == ""
+    source = Delivery.objects.get(pk=delivery())
+    fields = {
+        "customer_id": "1234567890",
+        "ad_group_id": "555",
+        "desired_status": "PAUSED",
+        "reason": "Winterzauber: 0 available ≤ 0",
+        "source": "webhook",
+        "result": "dry_run",
+        "requested_at": timezone.now(),
+    }
+    by_instance = rows.insert(AdGroupAction, **fields, delivery=source)
+    by_pk = rows.insert(AdGroupAction, **fields, delivery=source.pk)
+    without = rows.insert(AdGroupAction, **fields, delivery=None)
+    loaded = AdGroupAction.objects.in_bulk([by_instance, by_pk, without])
+    assert loaded[by_instance].delivery_id == loaded[by_pk].delivery_id == source.pk
+    assert loaded[without].delivery_id is None
+    assert loaded[by_instance].applied_at is None and loaded[by_instance].error == ""
+
+
+def test_insert_refuses_a_field_the_model_does_not_have():
+    with pytest.raises(TypeError, match="webhook_idd"):
+        delivery(webhook_idd="typo")
+    assert not Delivery.objects.exists()
+
+
+def test_insert_takes_a_given_time_over_auto_now_add():
+    given = timezone.now() - timedelta(days=3)
+    assert stored(Delivery, delivery(received_at=given))["received_at"] == given
 
 
 def test_insert_raises_integrity_error_on_a_unique_conflict():
-    rows.insert(delivery())
+    delivery()
     with pytest.raises(IntegrityError), transaction.atomic():
-        rows.insert(delivery())
+        delivery()
     assert Delivery.objects.count() == 1
