@@ -118,8 +118,8 @@ def intake_section(result: IntakeResult) -> str:
 command: 4 sync workers, `elbkerzen.wsgi`, here with `DJANGO_SETTINGS_MODULE=bench.settings`,
 DEBUG off, access log to /dev/null) on PostgreSQL and Redis DB 14. Targets on the same server:
 `bare` (`bench/views.py`: 200, nothing else), `verify+enqueue` (the product's `shopify.verify`,
-then a no-op job enqueued through `automation.queues.default_queue()` with the delivery job's
-options, no database) and `intake` (the product's `POST /webhooks/shopify/`).
+then the product's own `inbox.enqueue_delivery` for a job number no row has, no database) and
+`intake` (the product's `POST /webhooks/shopify/`).
 The Lua script signs one `inventory_levels/update` body once and sends a new
 `X-Shopify-Webhook-Id` with every
 request, so every request stores a new row (no duplicate shortcut). {result.rounds} rounds, the
