@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="short runs (a smoke test)")
     for part in ("intake", "reaction", "profile", "worker", "reconcile"):
         parser.add_argument(f"--skip-{part}", action="store_true", help=f"leave out {part}")
-    parser.add_argument("--rounds", type=int, help="intake rounds (default 3, quick 1)")
+    parser.add_argument("--rounds", type=int, help="intake rounds (default 5, quick 1)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run (default 10, quick 3)")
     parser.add_argument(
         "--step-seconds", type=float, help="seconds per reaction rate step (default 20, quick 6)"
@@ -47,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--wait-quiet", type=float, default=60, help="max seconds to wait")
     args = parser.parse_args(argv)
     quick = args.quick
-    args.rounds = args.rounds or (1 if quick else 3)
+    args.rounds = args.rounds or (1 if quick else 5)
     args.seconds = args.seconds or (3 if quick else 10)
     args.step_seconds = args.step_seconds or (6 if quick else 20)
     args.warmup = 1 if quick else 3
