@@ -1,6 +1,7 @@
 """The durable inbox: store each delivery once, enqueue it, dispatch it by (source, topic)."""
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -204,14 +205,9 @@ def claim(delivery_id: int) -> Delivery | None:
     The conditional UPDATE decides who processes the delivery; RETURNING spares the worker a
     second round trip to load the row it just claimed.
     """
-    table = Delivery._meta.db_table
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in Delivery._meta.concrete_fields)
-    claimed = list(
-        Delivery.objects.raw(
-            f"UPDATE {connection.ops.quote_name(table)} "  # noqa: S608 (names from the model)
-            "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
-            "WHERE id = %s AND status IN (%s, %s) "
-            f"RETURNING {columns}",
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _claim_sql(connection.vendor),
             [
                 Status.PROCESSING,
                 connection.ops.adapt_datetimefield_value(timezone.now()),
@@ -220,8 +216,18 @@ def claim(delivery_id: int) -> Delivery | None:
                 Status.FAILED,
             ],
         )
+        row = cursor.fetchone()
+    return rows.load(Delivery, row) if row else None
+
+
+@functools.cache
+def _claim_sql(vendor: str) -> str:  # per backend: quoting and RETURNING differ
+    return (
+        f"UPDATE {connection.ops.quote_name(Delivery._meta.db_table)} "  # noqa: S608 (model names)
+        "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
+        "WHERE id = %s AND status IN (%s, %s) "
+        f"RETURNING {rows.columns(Delivery)}"
     )
-    return claimed[0] if claimed else None
 
 
 def process(delivery_id: int, *, final_attempt: bool) -> str:

@@ -1,18 +1,25 @@
-"""INSERT a new model row with a statement built once per model: the hot paths' one write.
+"""Rows on the hot paths: INSERT with a statement built once per model, load a RETURNING row.
 
 `Model.objects.create()` compiles its INSERT anew on every call and first builds a model
 instance; on the intake both together cost more than the round trip itself (bench/findings.md,
 changes 4 and 7). Values still go through the model's fields (defaults, `auto_now_add`,
 conversion), so the row equals what `create()` would write; no signals are sent (the project
-has no receivers on these models).
+has no receivers on these models). `load()` turns a row a written-out statement returned into
+the instance the ORM would have loaded, without `Model.objects.raw()` resolving the columns anew
+for every row (bench/findings.md, change 10).
 """
 
 import functools
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
+from django.db.models.expressions import Col
 from django.utils import timezone
+
+M = TypeVar("M", bound=Model)
 
 
 class _Column(NamedTuple):
@@ -62,3 +69,43 @@ def _insert_sql(model: type[Model], returning: bool) -> str:
     placeholders = ", ".join(["%s"] * len(fields))
     sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608
     return f"{sql} RETURNING {quote(model._meta.pk.column)}" if returning else sql
+
+
+def columns(model: type[Model]) -> str:
+    """Every concrete column of `model`, quoted, in field order: what `load()` expects back."""
+    return _all_columns(model, connections[DEFAULT_DB_ALIAS].vendor)
+
+
+def load(model: type[M], row: Sequence[Any]) -> M:
+    """The instance the ORM would load from `row` (the values of `columns(model)`)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    values = list(row)
+    for position, column, converters in _converters(model, connection):
+        for convert in converters:
+            values[position] = convert(values[position], column, connection)
+    return model.from_db(connection.alias, _attnames(model), values)
+
+
+@functools.cache
+def _all_columns(model: type[Model], vendor: str) -> str:
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return ", ".join(quote(field.column) for field in model._meta.concrete_fields)
+
+
+@functools.cache
+def _attnames(model: type[Model]) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+# Per connection object: a backend's converters are bound to its own operations instance.
+@functools.lru_cache(maxsize=32)
+def _converters(
+    model: type[Model], connection: BaseDatabaseWrapper
+) -> list[tuple[int, Col, list[Callable[..., Any]]]]:
+    found = []
+    for position, field in enumerate(model._meta.concrete_fields):
+        column = field.get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if converters:
+            found.append((position, column, converters))
+    return found

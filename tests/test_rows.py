@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from automation import rows
@@ -79,3 +79,19 @@ def test_insert_raises_integrity_error_on_a_unique_conflict():
     with pytest.raises(IntegrityError), transaction.atomic():
         delivery()
     assert Delivery.objects.count() == 1
+
+
+def test_load_builds_the_instance_the_orm_loads():
+    pk = delivery(triggered_at=timezone.now() - timedelta(minutes=5), body=b'{"x": 1}')
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(Delivery)} FROM automation_delivery WHERE id = %s",  # noqa: S608
+            [pk],
+        )
+        loaded = rows.load(Delivery, cursor.fetchone())
+    orm = Delivery.objects.get(pk=pk)
+    for field in Delivery._meta.concrete_fields:
+        assert getattr(loaded, field.attname) == getattr(orm, field.attname), field.name
+    assert type(loaded.received_at) is type(orm.received_at)
+    assert loaded.received_at.tzinfo is not None
+    assert not loaded._state.adding and loaded._state.db == connection.alias
