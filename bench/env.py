@@ -85,11 +85,21 @@ def setup_django() -> None:
 
 
 def reset_tables() -> None:
-    """Empty what the intake and the jobs write; watched items and settings stay."""
-    from django.db import connection
+    """Empty what the intake and the jobs write; watched items and settings stay.
+
+    A CHECKPOINT follows, so every run starts from the same flushed state: the emptied files'
+    removal and the last run's dirty pages are written now, not by a checkpoint that lands in
+    the middle of whichever run comes next (stalls of 0.3-0.6 s in single runs before).
+    """
+    from django.db import DatabaseError, connection, transaction
 
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")  # noqa: S608
+        try:
+            with transaction.atomic():  # a refused CHECKPOINT must not break the connection
+                cursor.execute("CHECKPOINT")
+        except DatabaseError:
+            pass  # not superuser nor pg_checkpoint: the runs are noisier, not wrong
 
 
 def redis() -> "Redis":
