@@ -44,7 +44,7 @@ WORKER_RULES = [
     ("send_status (automation/ads.py", "job: Ads call (dry run: one log line)"),
     ("apply_status (automation/ads.py", "job: AdGroupAction INSERT"),
     ("_finish (automation/inbox.py", "job: outcome UPDATE"),
-    ("_apply_locked (automation/inventory.py", "job: SELECT … FOR UPDATE watched rows"),
+    ("lock_watched (automation/inventory.py", "job: SELECT … FOR UPDATE watched rows"),
     ("(prometheus_client/", "metrics: prometheus_client"),
     ("process_delivery (automation/jobs.py", "job: other Python (Django, JSON, logging)"),
     ("dequeue_job_and_maintain_ttl (rq/", "RQ: dequeue (BLPOP and job fetch)"),
