@@ -207,7 +207,7 @@ def claim(delivery_id: int) -> Delivery | None:
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            _claim_sql(connection.vendor),
+            _claim_sql(),
             [
                 Status.PROCESSING,
                 connection.ops.adapt_datetimefield_value(timezone.now()),
@@ -221,7 +221,7 @@ def claim(delivery_id: int) -> Delivery | None:
 
 
 @functools.cache
-def _claim_sql(vendor: str) -> str:  # per backend: quoting and RETURNING differ
+def _claim_sql() -> str:
     return (
         f"UPDATE {connection.ops.quote_name(Delivery._meta.db_table)} "  # noqa: S608 (model names)
         "SET status = %s, attempts = attempts + 1, processing_started_at = %s "

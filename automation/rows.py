@@ -71,9 +71,11 @@ def _insert_sql(model: type[Model], returning: bool) -> str:
     return f"{sql} RETURNING {quote(model._meta.pk.column)}" if returning else sql
 
 
+@functools.cache
 def columns(model: type[Model]) -> str:
     """Every concrete column of `model`, quoted, in field order: what `load()` expects back."""
-    return _all_columns(model, connections[DEFAULT_DB_ALIAS].vendor)
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return ", ".join(quote(field.column) for field in model._meta.concrete_fields)
 
 
 def load(model: type[M], row: Sequence[Any]) -> M:
@@ -84,12 +86,6 @@ def load(model: type[M], row: Sequence[Any]) -> M:
         for convert in converters:
             values[position] = convert(values[position], column, connection)
     return model.from_db(connection.alias, _attnames(model), values)
-
-
-@functools.cache
-def _all_columns(model: type[Model], vendor: str) -> str:
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    return ", ".join(quote(field.column) for field in model._meta.concrete_fields)
 
 
 @functools.cache
