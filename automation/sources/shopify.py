@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
 from ..exceptions import BadHeader, ShopNotAllowed, SignatureInvalid
-from . import Incoming, parse_timestamp, read_body
+from . import Incoming, header, parse_timestamp, read_body
 
 # Visible ASCII only, bounded: header values end up in unique indexes and PostgreSQL text.
 _TOKEN = re.compile(r"[\x21-\x7e]{1,255}")
@@ -43,11 +43,11 @@ def verify(request: HttpRequest) -> Incoming:
     secrets = settings.SHOPIFY_WEBHOOK_SECRETS
     if not secrets:
         raise ImproperlyConfigured("set SHOPIFY_WEBHOOK_SECRETS")
-    header = request.headers.get("X-Shopify-Hmac-Sha256", "")
-    if not header or not signature_matches(body, header, secrets):
+    signature = header(request, "X-Shopify-Hmac-Sha256")
+    if not signature or not signature_matches(body, signature, secrets):
         raise SignatureInvalid("invalid signature")
 
-    shop = request.headers.get("X-Shopify-Shop-Domain", "").strip().lower()
+    shop = header(request, "X-Shopify-Shop-Domain").strip().lower()
     if shop not in {domain.lower() for domain in settings.SHOPIFY_SHOP_DOMAINS}:
         raise ShopNotAllowed("shop domain not allowed")
 
@@ -60,14 +60,14 @@ def verify(request: HttpRequest) -> Incoming:
         shop_domain=shop,
         webhook_id=webhook_id,
         event_id=_optional_header(request, "X-Shopify-Event-Id"),
-        triggered_at=parse_timestamp(request.headers.get("X-Shopify-Triggered-At", "")),
+        triggered_at=parse_timestamp(header(request, "X-Shopify-Triggered-At")),
         api_version=_optional_header(request, "X-Shopify-API-Version")[:32],
         invalid_reason=_json_object_problem(body),
     )
 
 
 def _required_header(request: HttpRequest, name: str) -> str:
-    value = request.headers.get(name, "")
+    value = header(request, name)
     if not value:
         raise BadHeader(f"missing {name} header")
     if not _TOKEN.fullmatch(value):
@@ -76,7 +76,7 @@ def _required_header(request: HttpRequest, name: str) -> str:
 
 
 def _optional_header(request: HttpRequest, name: str) -> str:
-    value = request.headers.get(name, "")
+    value = header(request, name)
     return value if _TOKEN.fullmatch(value) else ""
 
 

@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
 from ..exceptions import StripeSignatureInvalid
-from . import Incoming, read_body
+from . import Incoming, header, read_body
 
 _TOKEN = re.compile(r"[\x21-\x7e]{1,255}")
 
@@ -48,10 +48,10 @@ def verify(request: HttpRequest, now: float | None = None) -> Incoming:
     secrets = settings.STRIPE_WEBHOOK_SECRETS
     if not secrets:
         raise ImproperlyConfigured("set STRIPE_WEBHOOK_SECRETS")
-    header = request.headers.get("Stripe-Signature", "")
-    if not header:
+    signature = header(request, "Stripe-Signature")
+    if not signature:
         raise StripeSignatureInvalid("missing Stripe-Signature header")
-    timestamp, given = parse_signature_header(header)
+    timestamp, given = parse_signature_header(signature)
     matched = False
     for secret in secrets:
         expected = sign(body, secret, timestamp).encode()
