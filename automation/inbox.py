@@ -205,19 +205,17 @@ def claim(delivery_id: int) -> Delivery | None:
     The conditional UPDATE decides who processes the delivery; RETURNING spares the worker a
     second round trip to load the row it just claimed.
     """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _claim_sql(),
-            [
-                Status.PROCESSING,
-                connection.ops.adapt_datetimefield_value(timezone.now()),
-                delivery_id,
-                Status.RECEIVED,
-                Status.FAILED,
-            ],
-        )
-        row = cursor.fetchone()
-    return rows.load(Delivery, row) if row else None
+    claimed = rows.execute(
+        _claim_sql(),
+        [
+            Status.PROCESSING,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            delivery_id,
+            Status.RECEIVED,
+            Status.FAILED,
+        ],
+    )
+    return rows.load(Delivery, claimed[0]) if claimed else None
 
 
 @functools.cache
@@ -281,19 +279,24 @@ def settle(delivery: Delivery, outcome: Outcome) -> None:
 def _finish(delivery: Delivery, outcome: Outcome) -> str:
     """Record the final status: once per delivery, so written out like the claim (the ORM's
     UPDATE compiled anew each time cost a tenth of an inventory job)."""
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {quote(Delivery._meta.db_table)} "  # noqa: S608 (names from the model)
-            "SET status = %s, last_error = %s, processed_at = %s WHERE id = %s",
-            [
-                outcome.status,
-                outcome.note,
-                connection.ops.adapt_datetimefield_value(timezone.now()),
-                delivery.pk,
-            ],
-        )
+    rows.execute(
+        _finish_sql(),
+        [
+            outcome.status,
+            outcome.note,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            delivery.pk,
+        ],
+    )
     return outcome.status
+
+
+@functools.cache
+def _finish_sql() -> str:
+    return (
+        f"UPDATE {connection.ops.quote_name(Delivery._meta.db_table)} "  # noqa: S608 (model names)
+        "SET status = %s, last_error = %s, processed_at = %s WHERE id = %s"
+    )
 
 
 def _give_up(delivery: Delivery, err: BaseException) -> None:

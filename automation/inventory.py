@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from . import ads
+from . import ads, rows
 from .exceptions import InvalidPayload, PermanentAdsError, TransientAdsError
 from .inbox import Outcome, handles, settle
 from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
@@ -64,35 +64,38 @@ def store_level(update: LevelUpdate) -> int | None:
     mistaken for a stale one. The same statement returns the item's total available (the other
     locations' stored levels plus this one), so the decision needs no second query.
     """
-    table = connection.ops.quote_name(StockLevel._meta.db_table)
     adapt = connection.ops.adapt_datetimefield_value
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {table} (inventory_item_id, location_id, available, updated_at, recorded_at)
-            VALUES (%s, %s, %s, %s, %s)
-            ON CONFLICT (inventory_item_id, location_id) DO UPDATE
-            SET available = EXCLUDED.available,
-                updated_at = EXCLUDED.updated_at,
-                recorded_at = EXCLUDED.recorded_at
-            WHERE {table}.updated_at <= EXCLUDED.updated_at
-            RETURNING COALESCE({table}.available, 0) + COALESCE((
-                SELECT SUM(others.available) FROM {table} others
-                WHERE others.inventory_item_id = %s AND others.location_id <> %s
-            ), 0)
-            """,  # noqa: S608  (identifiers from the model, values as parameters)
-            [
-                update.inventory_item_id,
-                update.location_id,
-                update.available,
-                adapt(update.updated_at),
-                adapt(timezone.now()),
-                update.inventory_item_id,
-                update.location_id,
-            ],
-        )
-        row = cursor.fetchone()
-    return None if row is None else int(row[0])
+    total = rows.execute(
+        _store_level_sql(),
+        [
+            update.inventory_item_id,
+            update.location_id,
+            update.available,
+            adapt(update.updated_at),
+            adapt(timezone.now()),
+            update.inventory_item_id,
+            update.location_id,
+        ],
+    )
+    return int(total[0][0]) if total else None
+
+
+@functools.cache
+def _store_level_sql() -> str:
+    table = connection.ops.quote_name(StockLevel._meta.db_table)
+    return f"""
+        INSERT INTO {table} (inventory_item_id, location_id, available, updated_at, recorded_at)
+        VALUES (%s, %s, %s, %s, %s)
+        ON CONFLICT (inventory_item_id, location_id) DO UPDATE
+        SET available = EXCLUDED.available,
+            updated_at = EXCLUDED.updated_at,
+            recorded_at = EXCLUDED.recorded_at
+        WHERE {table}.updated_at <= EXCLUDED.updated_at
+        RETURNING COALESCE({table}.available, 0) + COALESCE((
+            SELECT SUM(others.available) FROM {table} others
+            WHERE others.inventory_item_id = %s AND others.location_id <> %s
+        ), 0)
+        """  # noqa: S608  (identifiers from the model, values as parameters)
 
 
 def total_available(inventory_item_id: int) -> int:
@@ -197,11 +200,10 @@ def lock_watched(inventory_item_id: int) -> list[Watched]:
     Once per inventory job: written out, because the ORM spent twice the round trip's time
     compiling this one statement anew for every delivery.
     """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _lock_watched_sql(connection.features.has_select_for_update), [inventory_item_id]
-        )
-        return [Watched(*row) for row in cursor.fetchall()]
+    found = rows.execute(
+        _lock_watched_sql(connection.features.has_select_for_update), [inventory_item_id]
+    )
+    return [Watched(*row) for row in found]
 
 
 @functools.cache

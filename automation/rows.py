@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
@@ -45,9 +46,41 @@ def insert(model: type[Model], **values: Any) -> int:
             value = now if stamped else field.get_default()
         params.append(field.get_db_prep_save(value, connection))
     returning = connection.features.can_return_columns_from_insert
+    if returning:
+        return execute(_insert_sql(model, returning), params)[0][0]
     with connection.cursor() as cursor:
         cursor.execute(_insert_sql(model, returning), params)
-        return cursor.fetchone()[0] if returning else cursor.lastrowid
+        return cursor.lastrowid
+
+
+def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run one written-out hot-path statement; its rows ([] when it returns none).
+
+    On PostgreSQL the statement goes to psycopg's own cursor: Django's cursor wrapper and its
+    client-side binding cost more Python than psycopg's own work on these statements, and only
+    with server-side binding can psycopg prepare them (the connection's `prepare_threshold`,
+    `DATABASE_PREPARED_STATEMENTS`), which spares PostgreSQL the parse and plan of each
+    (bench/findings.md, change 11). What Django's wrapper does that matters is kept: the
+    connection is opened if needed, a broken transaction refuses further queries, and psycopg's
+    errors become Django's (`IntegrityError` decides duplicates). The field-prepared values are
+    made for server-side binding (Django's own `server_side_binding` option sends them so).
+    Where queries are logged (DEBUG, assertNumQueries) or wrapped, Django's cursor runs them.
+    """
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor == "postgresql" and _plain(connection):
+        connection.ensure_connection()
+        connection.validate_no_broken_transaction()
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _plain(connection: BaseDatabaseWrapper) -> bool:
+    """No query logging and no execute wrappers that must see the statement."""
+    return not connection.queries_logged and not connection.execute_wrappers
 
 
 @functools.cache

@@ -76,7 +76,15 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 # connection broken by a PostgreSQL restart fails one request (503: the sender retries) or one
 # job attempt (RQ retries), and Django drops it afterwards.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # psycopg prepares a statement after this many runs on a connection; only the statements
+    # `automation.rows` sends on psycopg's own cursor qualify (Django's cursors bind client-side
+    # and never prepare): the intake's INSERT then skips PostgreSQL's parse and plan. Off
+    # (`DATABASE_PREPARED_STATEMENTS=false`) behind a PgBouncer in transaction mode before 1.21.
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        5 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
+    )
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and cron share one file: wait for the writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}

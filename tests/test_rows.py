@@ -4,6 +4,8 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from automation import rows
@@ -95,3 +97,29 @@ def test_load_builds_the_instance_the_orm_loads():
     assert type(loaded.received_at) is type(orm.received_at)
     assert loaded.received_at.tzinfo is not None
     assert not loaded._state.adding and loaded._state.db == connection.alias
+
+
+def test_insert_is_seen_by_query_capture_and_execute_wrappers():
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        delivery(webhook_id="wrapped")
+    with CaptureQueriesContext(connection) as captured:
+        delivery(webhook_id="captured")
+    assert any(sql.startswith('INSERT INTO "automation_delivery"') for sql in seen)
+    assert [q["sql"] for q in captured if "automation_delivery" in q["sql"]]
+    assert Delivery.objects.filter(webhook_id__in=["wrapped", "captured"]).count() == 2
+
+
+def test_insert_refuses_to_run_in_a_broken_transaction_like_the_orm():
+    delivery()
+    with transaction.atomic():
+        with pytest.raises(IntegrityError), transaction.atomic(savepoint=False):
+            delivery()  # no savepoint to roll back to: the whole transaction is broken
+        with pytest.raises(TransactionManagementError):
+            delivery(webhook_id="after-the-error")
+    assert list(Delivery.objects.values_list("webhook_id", flat=True)) == ["w-1"]
