@@ -1,4 +1,5 @@
-"""Rows on the hot paths: INSERT with a statement built once per model, load a RETURNING row.
+"""Rows on the hot paths: run a written-out statement, INSERT with a statement built once per
+model, load a RETURNING row.
 
 `Model.objects.create()` compiles its INSERT anew on every call and first builds a model
 instance; on the intake both together cost more than the round trip itself (bench/findings.md,
@@ -6,7 +7,8 @@ changes 4 and 7). Values still go through the model's fields (defaults, `auto_no
 conversion), so the row equals what `create()` would write; no signals are sent (the project
 has no receivers on these models). `load()` turns a row a written-out statement returned into
 the instance the ORM would have loaded, without `Model.objects.raw()` resolving the columns anew
-for every row (bench/findings.md, change 10).
+for every row (bench/findings.md, change 10). `execute()` runs every such statement, on
+psycopg's own cursor where it can (change 11).
 """
 
 import functools

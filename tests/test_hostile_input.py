@@ -4,7 +4,7 @@ and a database outage answers 503 without partial state."""
 import json
 
 import pytest
-from django.db import connection
+from django.db import close_old_connections, connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -181,3 +181,36 @@ def test_database_unreachable_during_intake_is_503_and_leaves_nothing(
     # Shopify's retry then goes through
     retry = client.post("/webhooks/shopify/", data=body, content_type="application/json", **headers)
     assert retry.status_code == 200
+
+
+def test_a_killed_database_connection_answers_503_once_then_reconnects(
+    client, queue, requires_postgres
+):
+    """The INSERT on psycopg's own cursor still turns a dead connection into Django's error."""
+    import psycopg
+
+    body = json.dumps({"token": "t"}).encode()
+
+    def post(webhook_id: str):
+        headers = shopify_headers(body, "checkouts/update", HTTP_X_SHOPIFY_WEBHOOK_ID=webhook_id)
+        return client.post("/webhooks/shopify/", body, content_type="application/json", **headers)
+
+    first = post("before")
+    assert first.status_code == 200
+    pid = connection.connection.info.backend_pid
+    dsn = connection.settings_dict
+    with psycopg.connect(
+        host=dsn["HOST"] or "127.0.0.1",
+        port=dsn["PORT"] or 5432,
+        user=dsn["USER"],
+        dbname="postgres",
+        autocommit=True,
+    ) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    refused = post("after")
+    assert refused.status_code == 503
+    close_old_connections()  # what Django does after every served request; the test client doesn't
+    assert list(Delivery.objects.values_list("webhook_id", flat=True)) == ["before"]
+    retry = post("after")
+    assert retry.status_code == 200
+    assert sorted(Delivery.objects.values_list("webhook_id", flat=True)) == ["after", "before"]
