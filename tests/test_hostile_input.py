@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from automation import inbox
 from automation.models import AdGroupAction, CheckoutState, Delivery, StockLevel, WatchedItem
+from tests.postgres import kill_django_connection
 from tests.signing import SECRET, post_shopify, shopify_headers
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -187,8 +188,6 @@ def test_a_killed_database_connection_answers_503_once_then_reconnects(
     client, queue, requires_postgres
 ):
     """The INSERT on psycopg's own cursor still turns a dead connection into Django's error."""
-    import psycopg
-
     body = json.dumps({"token": "t"}).encode()
 
     def post(webhook_id: str):
@@ -197,16 +196,7 @@ def test_a_killed_database_connection_answers_503_once_then_reconnects(
 
     first = post("before")
     assert first.status_code == 200
-    pid = connection.connection.info.backend_pid
-    dsn = connection.settings_dict
-    with psycopg.connect(
-        host=dsn["HOST"] or "127.0.0.1",
-        port=dsn["PORT"] or 5432,
-        user=dsn["USER"],
-        dbname="postgres",
-        autocommit=True,
-    ) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    kill_django_connection()
     refused = post("after")
     assert refused.status_code == 503
     close_old_connections()  # what Django does after every served request; the test client doesn't

@@ -9,6 +9,7 @@ from django.utils import timezone
 from automation import inbox, jobs
 from automation.exceptions import InvalidPayload, PermanentError
 from automation.models import Delivery
+from tests.postgres import kill_django_connection
 from tests.signing import post_shopify
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -176,23 +177,10 @@ def test_sweeper_revives_a_delivery_whose_worker_died_mid_job(client, queue, set
 
 def test_worker_survives_a_lost_database_connection(client, run_worker, handler, requires_postgres):
     """A PostgreSQL restart kills the worker's connection; the next job reconnects."""
-    import psycopg
-    from django.db import connection
-
     post_shopify(client, {"id": 1})
     run_worker()
     post_shopify(client, {"id": 2})
-    connection.ensure_connection()
-    pid = connection.connection.info.backend_pid
-    dsn = connection.settings_dict
-    with psycopg.connect(
-        host=dsn["HOST"] or "127.0.0.1",
-        port=dsn["PORT"] or 5432,
-        user=dsn["USER"],
-        dbname="postgres",
-        autocommit=True,
-    ) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    kill_django_connection()
 
     run_worker()
     assert list(Delivery.objects.order_by("pk").values_list("status", flat=True)) == [
