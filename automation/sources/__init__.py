@@ -43,6 +43,9 @@ def read_body(request: HttpRequest) -> bytes:
 def header(request: HttpRequest, name: str) -> str:
     """The value of request header `name` (as HTTP spells it), "" when absent.
 
+    For the senders' own headers; WSGI keeps Content-Type and Content-Length without the
+    `HTTP_` prefix, so they are not found here.
+
     Read from `request.META` directly: `request.headers` first builds a mapping of every header,
     which was a third of the signature check's cost on the intake (bench/findings.md, change 12).
     """
