@@ -7,6 +7,7 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from . import reminder_mail
 from .models import Delivery
 
 logger = logging.getLogger(__name__)
@@ -23,6 +24,10 @@ def send(subject: str, body: str) -> bool:
     recipients = settings.ALERT_EMAILS
     if not recipients:
         logger.warning("alert not sent, ALERT_EMAILS is empty: %s", subject)
+        return False
+    problem = reminder_mail.mail_server_problem()
+    if problem:
+        logger.warning("alert not sent, %s: %s", problem, subject)
         return False
     try:
         send_mail(subject, body, None, recipients)

@@ -1,4 +1,4 @@
-"""App configuration: loads the topic handlers so the registry is complete in every process."""
+"""App configuration: loads the topic handlers and the system checks in every process."""
 
 from django.apps import AppConfig
 
@@ -8,4 +8,5 @@ class AutomationConfig(AppConfig):
     verbose_name = "Elbkerzen Automation"
 
     def ready(self) -> None:
-        from . import checkouts, inventory, privacy  # noqa: F401  (register topic handlers)
+        # register the topic handlers and the deploy checks
+        from . import checkouts, checks, inventory, privacy  # noqa: F401

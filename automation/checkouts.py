@@ -349,6 +349,8 @@ def address_claim_key(email: str) -> str:
 
 
 CLAIM_TAKEN = "claim for this checkout already taken"
+# Stored as the decision's reason (English, like the others) when production has no mail server.
+NO_MAIL_SERVER = "no mail server configured"
 
 
 def frequency_capped(config: ReminderSettings) -> str:
@@ -371,6 +373,8 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
         return CLAIM_TAKEN
     if not checkout.recovery_url:
         return "no recovery link"
+    if reminder_mail.mail_server_problem():
+        return NO_MAIL_SERVER
     return ""
 
 

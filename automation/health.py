@@ -2,12 +2,14 @@
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 from rq import Worker
 from rq.scheduler import RQScheduler
 
+from . import reminder_mail
 from .queues import default_queue, redis_client
 
 RECONCILE_MAX_AGE = timedelta(hours=26)
@@ -62,12 +64,20 @@ def _reconciliation() -> str:
     return f"ok ({hours:.1f} h ago, {last.get_status_display()})"
 
 
+def _mail() -> str:
+    problem = reminder_mail.mail_server_problem()
+    if problem:
+        return f"error: {problem}"
+    return f"ok ({settings.EMAIL_BACKEND.rsplit('.', 2)[-2]})"
+
+
 CHECKS = {
     "database": _database,
     "redis": _redis,
     "workers": _workers,
     "scheduler": _scheduler,
     "reconciliation": _reconciliation,
+    "mail": _mail,
 }
 
 

@@ -196,6 +196,11 @@ vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="automation@elbkerzen.example")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
+# With DEBUG off EMAIL_URL must name a mail server: a console, file, in-memory or dummy backend
+# fails `check --deploy`, turns /healthz's `mail` to error and skips reminders ("no mail server
+# configured") instead of writing customers' mails into the log. Not read from the environment;
+# tests turn it off, since Django's test runner swaps in the in-memory backend.
+EMAIL_REQUIRE_SERVER = not DEBUG
 
 # --- Production hardening (on whenever DEBUG is off) -----------------------------------------
 if not DEBUG:

@@ -22,6 +22,13 @@ def _assert_test_redis(client: Redis) -> None:
         pytest.exit(f"refusing to flush Redis DB 0 ({settings.REDIS_URL}); use a test DB number")
 
 
+@pytest.fixture(autouse=True)
+def _test_outbox_counts_as_mail_server(settings):
+    """Django's test runner swaps in the in-memory mail backend, which production refuses
+    (EMAIL_REQUIRE_SERVER); tests/test_mail_production.py turns the refusal back on."""
+    settings.EMAIL_REQUIRE_SERVER = False
+
+
 @pytest.fixture
 def redis() -> Redis:
     """The test Redis DB, emptied before and after the test."""
