@@ -13,7 +13,7 @@ from django.core.checks import run_checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from automation import alerts, metrics
+from automation import alerts
 from automation.checkouts import NO_MAIL_SERVER
 from automation.checks import NO_MAIL_SERVER_ID
 from automation.models import Claim, MarginRule, ReminderDecision, ReminderSettings
@@ -96,7 +96,7 @@ def test_reminder_is_skipped_not_sent_when_production_has_no_mail_server(
     assert EMAIL not in capsys.readouterr().out  # the console backend printed nothing
     assert not mail.outbox
     assert not Claim.objects.exists()  # no address is capped by a mail that never left
-    exposition = metrics.render()[0].decode()
+    exposition = client.get("/metrics").content.decode()
     assert 'elbkerzen_reminder_decisions{arm="none",sent="no"} 1.0' in exposition
     assert 'sent="yes"} 1.0' not in exposition
 
