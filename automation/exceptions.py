@@ -11,6 +11,12 @@ class PayloadTooLarge(WebhookRejected):
     status = 413
 
 
+class LengthRequired(WebhookRejected):
+    """A body without Content-Length (chunked): RFC 9110 section 15.5.12."""
+
+    status = 411
+
+
 class SignatureInvalid(WebhookRejected):
     status = 401
 
