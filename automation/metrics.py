@@ -5,6 +5,8 @@ so gunicorn's and the RQ workers' observations add up in one scrape.
 """
 
 import os
+from collections import Counter
+from collections.abc import Container
 
 from django.db.models import Count
 from prometheus_client import (
@@ -37,8 +39,25 @@ REACTION_SECONDS = Histogram(
 )
 
 
+OTHER_TOPIC = "other"
+
+
+def topic_label(source: str, topic: str, known_topics: Container[tuple[str, str]]) -> str:
+    """The topic itself when we handle it, else `other`.
+
+    The topic comes from a header nobody signs (X-Shopify-Topic): each new value would be a new
+    time series, so a sender replaying one body under random topics could grow the scrape
+    without bound. Prometheus advises against labels with unbounded values
+    (https://prometheus.io/docs/practices/naming/#labels).
+    """
+    return topic if (source, topic) in known_topics else OTHER_TOPIC
+
+
 class StateCollector:
     """Counts from the database and queue depths from Redis, read when Prometheus scrapes."""
+
+    def __init__(self, known_topics: Container[tuple[str, str]]) -> None:
+        self.known_topics = known_topics
 
     def collect(self):
         from .models import Delivery, ReminderDecision
@@ -46,12 +65,15 @@ class StateCollector:
 
         deliveries = GaugeMetricFamily(
             "elbkerzen_deliveries",
-            "Stored deliveries by source, topic and status.",
+            "Stored deliveries by source, topic (handled topics, else other) and status.",
             labels=["source", "topic", "status"],
         )
         rows = Delivery.objects.values_list("source", "topic", "status").annotate(n=Count("pk"))
-        dead = 0
+        counts: Counter[tuple[str, str, str]] = Counter()
         for source, topic, status, count in rows:
+            counts[source, topic_label(source, topic, self.known_topics), status] += count
+        dead = 0
+        for (source, topic, status), count in sorted(counts.items()):
             deliveries.add_metric([source, topic, status], count)
             dead += count if status == Delivery.Status.DEAD else 0
         yield deliveries
@@ -86,10 +108,13 @@ class StateCollector:
         yield depth
 
 
-def render() -> tuple[bytes, str]:
-    """The exposition text: this process's (or all processes') histograms plus the states."""
+def render(known_topics: Container[tuple[str, str]]) -> tuple[bytes, str]:
+    """The exposition text: this process's (or all processes') histograms plus the states.
+
+    `known_topics` holds the (source, topic) pairs that keep their own label value.
+    """
     states = CollectorRegistry()
-    states.register(StateCollector())
+    states.register(StateCollector(known_topics))
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         observed = CollectorRegistry()
         multiprocess.MultiProcessCollector(observed)

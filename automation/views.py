@@ -90,22 +90,65 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "automation/unsubscribe.html", context)
 
 
-def _from_loopback(request: HttpRequest) -> bool:
+# Headers a reverse proxy adds (RFC 7239's Forwarded and the de-facto X-Forwarded-*/X-Real-IP):
+# when one is present, REMOTE_ADDR is the proxy's address, not the caller's.
+FORWARDED_HEADERS = (
+    "HTTP_FORWARDED",
+    "HTTP_X_FORWARDED_FOR",
+    "HTTP_X_FORWARDED_HOST",
+    "HTTP_X_FORWARDED_PROTO",
+    "HTTP_X_FORWARDED_PORT",
+    "HTTP_X_REAL_IP",
+)
+
+
+def _direct_loopback_caller(request: HttpRequest) -> bool:
+    """A caller on this host that did not come through a proxy on this host."""
+    if any(request.META.get(name) for name in FORWARDED_HEADERS):
+        return False
     try:
         return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
     except ValueError:
         return False
 
 
-@require_GET
-def prometheus_metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus scrape; needs METRICS_TOKEN as a bearer token, or a loopback caller if unset."""
+def _bearer_token(request: HttpRequest) -> str:
+    """The token of `Authorization: Bearer <token>` (RFC 6750 section 2.1), "" otherwise.
+
+    The scheme name is case-insensitive (RFC 9110 section 11.1).
+    """
+    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def monitoring_refusal(request: HttpRequest) -> HttpResponse | None:
+    """None when the caller may see monitoring detail (/metrics, /healthz parts); else a refusal.
+
+    With METRICS_TOKEN set, only its bearer token passes, from anywhere. Without it, only a
+    caller on this host that did not come through a proxy passes: behind a proxy on the same
+    host every caller would otherwise look like localhost.
+    """
     token = settings.METRICS_TOKEN
     if token:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return HttpResponse("metrics need the METRICS_TOKEN bearer token\n", status=401)
-    elif not _from_loopback(request):
-        return HttpResponse("metrics are served to localhost only; set METRICS_TOKEN\n", status=403)
-    body, content_type = metrics.render()
+        if hmac.compare_digest(_bearer_token(request).encode(), token.encode()):
+            return None
+        response = HttpResponse("send the METRICS_TOKEN as a bearer token\n", status=401)
+        # A 401 names its scheme: RFC 6750 section 3, RFC 9110 section 15.5.2.
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    if _direct_loopback_caller(request):
+        return None
+    return HttpResponse(
+        "served only to localhost without a proxy; set METRICS_TOKEN to scrape from elsewhere\n",
+        status=403,
+    )
+
+
+@require_GET
+def prometheus_metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus scrape, for the METRICS_TOKEN bearer or (unset) a direct loopback caller."""
+    refusal = monitoring_refusal(request)
+    if refusal is not None:
+        return refusal
+    body, content_type = metrics.render(known_topics=inbox.HANDLERS)
     return HttpResponse(body, content_type=content_type)

@@ -243,5 +243,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
 
-# Prometheus scrapes /metrics with this bearer token; unset, only localhost may scrape.
+# Prometheus scrapes /metrics with this bearer token (it also shows /healthz's parts). Unset,
+# only a caller on this host that did not come through a proxy (no X-Forwarded-*/Forwarded/
+# X-Real-IP header) may scrape. Behind a proxy, set it (automation/views.monitoring_refusal).
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
