@@ -5,9 +5,13 @@ printed into the worker's log with the customer's full address and counted as se
 """
 
 import logging
+import os
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
+from django.conf import settings as django_settings
 from django.core import mail
 from django.core.checks import run_checks
 from django.core.management import call_command
@@ -37,6 +41,39 @@ def production(settings):
 
 def _deploy_check_ids() -> set[str]:
     return {message.id for message in run_checks(include_deployment_checks=True)}
+
+
+def _manage(*args: str, **environment: str) -> subprocess.CompletedProcess:
+    """manage.py in a fresh process: the settings read DEBUG and EMAIL_URL as in production."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        env=os.environ | environment,
+        cwd=django_settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("email_url", "refused"),
+    [("consolemail://", True), ("smtp+tls://user:password@smtp.example.com:587", False)],
+)
+def test_manage_check_deploy_with_debug_off(email_url, refused):
+    result = _manage("check", "--deploy", DEBUG="0", EMAIL_URL=email_url)
+
+    assert (result.returncode != 0) is refused, result.stderr
+    assert ("EMAIL_URL" in result.stderr) is refused
+
+
+@pytest.mark.parametrize(("debug", "refused"), [("0", True), ("1", False)])
+def test_debug_off_refuses_the_console_backend_and_development_keeps_it(debug, refused):
+    code = "from automation.reminder_mail import mail_server_problem; print(mail_server_problem())"
+    result = _manage("shell", "-v", "0", "-c", code, DEBUG=debug, EMAIL_URL="consolemail://")
+
+    assert result.returncode == 0, result.stderr
+    expected = "EMAIL_URL names no mail server (consolemail://)" if refused else ""
+    assert result.stdout.strip() == expected
 
 
 @pytest.mark.parametrize("backend", sorted(NOT_A_MAIL_SERVER))
