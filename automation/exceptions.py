@@ -44,11 +44,20 @@ class PermanentError(Exception):
 
 
 class TransientAdsError(Exception):
-    """A Google Ads failure worth retrying (server hiccup, short-term rate limit)."""
+    """A Google Ads failure worth retrying (server hiccup, short-term rate limit, a collision).
 
-    def __init__(self, message: str, *, retry_delay: float | None = None) -> None:
+    `retry_delay` is the server's suggested wait in seconds, if it named one. `retry_in_job`
+    is False when the wait should be longer than a job may block a worker (a rate limit
+    without a suggested wait, the job's time budget spent): the job's RQ retries, minutes
+    apart, take over instead of the adapter's in-job retries.
+    """
+
+    def __init__(
+        self, message: str, *, retry_delay: float | None = None, retry_in_job: bool = True
+    ) -> None:
         super().__init__(message)
-        self.retry_delay = retry_delay  # the server's suggested wait in seconds, if any
+        self.retry_delay = retry_delay
+        self.retry_in_job = retry_in_job
 
 
 class PermanentAdsError(PermanentError):

@@ -178,12 +178,24 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 # variables (or GOOGLE_ADS_CONFIGURATION_FILE_PATH), login_customer_id included.
 ADS_BACKEND = env.str("ADS_BACKEND", default="dryrun")
 GOOGLE_ADS_CUSTOMER_ID = env.str("GOOGLE_ADS_CUSTOMER_ID", default="").replace("-", "")
+# The SDK requires use_proto_plus; this one applies when the client is configured through
+# GOOGLE_ADS_* variables (a YAML file's own `use_proto_plus` key wins). Both settings work.
+GOOGLE_ADS_USE_PROTO_PLUS = env.bool("GOOGLE_ADS_USE_PROTO_PLUS", default=True)
+# One status change: up to ADS_RETRIES + 1 calls of at most ADS_CALL_TIMEOUT seconds each, with
+# jittered waits of at most ADS_BACKOFF_CAP between them (worst case 5 × 20 s + 2 + 4 + 8 + 16 s).
 ADS_CALL_TIMEOUT = env.float("ADS_CALL_TIMEOUT", default=20.0)
 ADS_RETRIES = env.int("ADS_RETRIES", default=4)
 ADS_BACKOFF_BASE = env.float("ADS_BACKOFF_BASE", default=2.0)
 ADS_BACKOFF_CAP = env.float("ADS_BACKOFF_CAP", default=30.0)
-# A delivery job may run this long; covers the Ads retries above (at most 30 s of waiting).
+# RQ kills a delivery job after DELIVERY_JOB_TIMEOUT seconds. An item may have several ad groups,
+# so no fixed timeout covers the worst case above; instead every job's Ads calls share one
+# deadline, ADS_JOB_MARGIN seconds before the job's own RQ timeout (this one for deliveries):
+# no call starts after it, each call's timeout is cut to the time left, and what remains goes
+# to the job's RQ retry (DELIVERY_RETRY_INTERVALS). The margin covers the work after the calls.
 DELIVERY_JOB_TIMEOUT = env.int("DELIVERY_JOB_TIMEOUT", default=90)
+ADS_JOB_MARGIN = env.float("ADS_JOB_MARGIN", default=10.0)
+if ADS_JOB_MARGIN >= DELIVERY_JOB_TIMEOUT:
+    raise ImproperlyConfigured("set ADS_JOB_MARGIN below DELIVERY_JOB_TIMEOUT")
 
 # --- Abandoned checkout reminders ------------------------------------------------------------
 # Delay, frequency cap and the decision's probabilities live in the admin (ReminderSettings).

@@ -130,17 +130,34 @@ BEHAVIOURS: dict[str, tuple[grpc.StatusCode, str, str, str]] = {
         "USER_PERMISSION_DENIED",
         "User doesn't have permission to access customer.",
     ),
+    # Rate limit with a suggested wait (quota_error_details.retry_delay, set in _mutate):
+    # https://developers.google.com/google-ads/api/docs/best-practices/rate-limits
     "rate_limited": (
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "quota_error",
         "RESOURCE_TEMPORARILY_EXHAUSTED",
         "Too many requests. Retry in 7 seconds.",
     ),
-    "daily_quota": (
+    # QuotaError.RESOURCE_EXHAUSTED, "Too many requests." (QuotaErrorEnum in the API reference),
+    # without a retry_delay. Usually a short-term rate limit: Google's own
+    # examples/error_handling/handle_rate_exceeded_error.py (googleads/google-ads-python) retries
+    # it after 10 s, 20 s, 40 s. (It once stood here as "daily_quota", a permanent failure: wrong.)
+    "rate_exceeded": (
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "quota_error",
         "RESOURCE_EXHAUSTED",
-        "Too many requests. Daily operation quota exhausted.",
+        "Too many requests.",
+    ),
+    # DatabaseError.CONCURRENT_MODIFICATION: "Multiple requests were attempting to modify the
+    # same resource at once. Retry the request." (DatabaseErrorEnum in the API reference,
+    # https://developers.google.com/google-ads/api/reference/rpc/v23/DatabaseErrorEnum.DatabaseError).
+    # The reference names no gRPC status; Google Ads sends its request failures as
+    # INVALID_ARGUMENT, which is not transient by itself: the error code must decide.
+    "concurrent_modification": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "database_error",
+        "CONCURRENT_MODIFICATION",
+        "Multiple requests were attempting to modify the same resource at once. Retry the request.",
     ),
 }
 
@@ -151,6 +168,7 @@ class RecordedCall:
 
     request: Any  # raw MutateAdGroupsRequest protobuf
     metadata: dict[str, str | bytes] = field(default_factory=dict)
+    at: float = field(default_factory=time.time)  # when the call arrived
 
 
 class AdsStandIn:
@@ -200,7 +218,10 @@ class AdsStandIn:
             self.requests.append(RecordedCall(request=request, metadata=metadata))
         behaviour = self._next_behaviour(request)
         if behaviour == "slow":
-            time.sleep(self.slow_seconds)
+            # Answer late; a caller that gave up (its deadline passed) frees the thread at once.
+            until = time.monotonic() + self.slow_seconds
+            while context.is_active() and time.monotonic() < until:
+                time.sleep(0.01)
             behaviour = "ok"
         if behaviour == "bare_unavailable":
             context.abort(grpc.StatusCode.UNAVAILABLE, "Service unavailable (no failure details).")
@@ -247,14 +268,14 @@ class AdsStandIn:
             self._server = None
 
 
-def make_test_client(standin: AdsStandIn) -> GoogleAdsClient:
+def make_test_client(standin: AdsStandIn, *, use_proto_plus: bool = True) -> GoogleAdsClient:
     """Build the real GoogleAdsClient, offline, pointed at the stand-in."""
     _tls_material()
     return GoogleAdsClient(
         credentials=Credentials(token="x"),
         developer_token=DEVELOPER_TOKEN,
         login_customer_id=LOGIN_CUSTOMER_ID,
-        use_proto_plus=True,
+        use_proto_plus=use_proto_plus,
         endpoint=standin.endpoint,
         version=API_VERSION,
     )

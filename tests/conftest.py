@@ -110,7 +110,7 @@ def google_ads(ads_standin, settings, monkeypatch):
     settings.ADS_BACKEND = "google"
     settings.ADS_BACKOFF_BASE = 0.001
     settings.ADS_BACKOFF_CAP = 0.01
-    client = make_test_client(ads_standin)
+    client = make_test_client(ads_standin, use_proto_plus=settings.GOOGLE_ADS_USE_PROTO_PLUS)
     monkeypatch.setattr(ads, "google_client", lambda: client)
     return ads_standin
 

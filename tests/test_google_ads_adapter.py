@@ -165,12 +165,40 @@ def test_rate_limit_retry_delay_honoured(ads: AdsStandIn, client: Any) -> None:
     assert sleeps == [7.0]
 
 
-def test_daily_quota_is_permanent(ads: AdsStandIn, client: Any) -> None:
-    """Daily quota exhaustion won't clear within a retry window."""
-    ads.script(["daily_quota"])
-    with pytest.raises(PermanentAdsError, match="^RESOURCE_EXHAUSTED"):
-        google_ads.set_ad_group_status_with_retry(CUSTOMER, "555", "PAUSED", client=client)
+def test_rate_exceeded_is_transient_and_left_to_the_job_retries(
+    ads: AdsStandIn, client: Any
+) -> None:
+    """RESOURCE_EXHAUSTED without a retry_delay: transient, but no in-job retry (it wants
+    longer waits than a job may block a worker; Google's example waits 10 s, 20 s, 40 s)."""
+    ads.script(["rate_exceeded"])
+    sleeps = Sleeps()
+    with pytest.raises(TransientAdsError, match="^RESOURCE_EXHAUSTED: Too many requests") as ei:
+        google_ads.set_ad_group_status_with_retry(
+            CUSTOMER, "555", "PAUSED", client=client, sleep=sleeps
+        )
     assert len(ads.requests) == 1
+    assert sleeps == []
+    assert ei.value.retry_in_job is False
+    assert ei.value.retry_delay is None
+    assert isinstance(ei.value.__cause__, core_exceptions.ResourceExhausted)
+
+
+def test_concurrent_modification_is_retried_in_the_job(ads: AdsStandIn, client: Any) -> None:
+    """DatabaseError.CONCURRENT_MODIFICATION says "Retry the request", even on INVALID_ARGUMENT."""
+    ads.script(["concurrent_modification"])
+    with pytest.raises(TransientAdsError, match="^CONCURRENT_MODIFICATION") as ei:
+        google_ads.set_ad_group_status(CUSTOMER, "555", "PAUSED", client=client)
+    assert ei.value.retry_in_job is True
+    assert type(ei.value.__cause__).__name__ == "GoogleAdsException"
+
+    ads.requests.clear()
+    ads.script(["concurrent_modification", "concurrent_modification", "ok"])
+    sleeps = Sleeps()
+    result = google_ads.set_ad_group_status_with_retry(
+        CUSTOMER, "555", "PAUSED", client=client, sleep=sleeps
+    )
+    assert result == RESOURCE
+    assert len(ads.requests) == 3 and len(sleeps) == 2
 
 
 def test_bare_unavailable_and_deadline(ads: AdsStandIn, client: Any) -> None:
@@ -250,7 +278,7 @@ def test_build_client_oauth_failures_translated(
         calls.append(1)
         raise auth_exceptions.TransportError("accounts.google.com unreachable")
 
-    monkeypatch.setattr(GoogleAdsClient, "load_from_env", offline)
+    monkeypatch.setattr(GoogleAdsClient, "load_from_dict", offline)
     sleeps = Sleeps()
     with pytest.raises(TransientAdsError, match="OAUTH_TRANSPORT_ERROR"):
         google_ads.set_ad_group_status_with_retry(
@@ -261,6 +289,6 @@ def test_build_client_oauth_failures_translated(
     def revoked(*_: Any, **__: Any) -> None:
         raise auth_exceptions.RefreshError("invalid_grant: Token has been revoked.")
 
-    monkeypatch.setattr(GoogleAdsClient, "load_from_env", revoked)
+    monkeypatch.setattr(GoogleAdsClient, "load_from_dict", revoked)
     with pytest.raises(PermanentAdsError, match="invalid_grant"):
         google_ads.build_client()

@@ -30,12 +30,25 @@ API_VERSION = "v26"
 VALID_STATUSES = frozenset({"PAUSED", "ENABLED"})
 
 _FAILURE_KEY = f"google.ads.googleads.{API_VERSION}.errors.googleadsfailure-bin"
+# QuotaError.RESOURCE_EXHAUSTED ("Too many requests.") is usually a short-term rate limit: Google's
+# own examples/error_handling/handle_rate_exceeded_error.py (googleads/google-ads-python) retries
+# it like RESOURCE_TEMPORARILY_EXHAUSTED, waiting 10 s, then twice as long each time. The same
+# code answers a spent daily operations quota
+# (https://developers.google.com/google-ads/api/docs/best-practices/quotas); short-term limits:
+# https://developers.google.com/google-ads/api/docs/best-practices/rate-limits. So: transient,
+# but retried by the job's RQ retries (minutes apart), which end in `dead` with an alert.
+_RATE_EXCEEDED = ("quota_error", "RESOURCE_EXHAUSTED")
 _TRANSIENT_ADS_CODES = frozenset(
     {
         ("internal_error", "TRANSIENT_ERROR"),
         ("internal_error", "INTERNAL_ERROR"),
         ("internal_error", "DEADLINE_EXCEEDED"),
         ("quota_error", "RESOURCE_TEMPORARILY_EXHAUSTED"),
+        _RATE_EXCEEDED,
+        # "Multiple requests were attempting to modify the same resource at once. Retry the
+        # request." (DatabaseErrorEnum.DatabaseError in the API reference): a person in the Ads
+        # UI or another of our jobs edited the ad group at the same moment.
+        ("database_error", "CONCURRENT_MODIFICATION"),
     }
 )
 _TRANSIENT_GRPC_CODES = frozenset(
@@ -61,16 +74,39 @@ _TRANSIENT_CORE_ERRORS = (
 )
 
 
+_ENV_PREFIX = "GOOGLE_ADS_"
+# Ours, not the SDK's (GOOGLE_ADS_USE_PROTO_PLUS is passed in as use_proto_plus instead).
+_NOT_SDK_VARIABLES = frozenset({"GOOGLE_ADS_CUSTOMER_ID", "GOOGLE_ADS_USE_PROTO_PLUS"})
+
+
+def _sdk_environment() -> dict[str, str]:
+    """The SDK's GOOGLE_ADS_* variables as its config keys (its own rule: prefix + KEY)."""
+    return {
+        name.removeprefix(_ENV_PREFIX).lower(): value
+        for name, value in os.environ.items()
+        if name.startswith(_ENV_PREFIX) and name not in _NOT_SDK_VARIABLES
+    }
+
+
 def build_client(
-    *, login_customer_id: str | None = None, config_path: str | None = None
+    *,
+    use_proto_plus: bool = True,
+    login_customer_id: str | None = None,
+    config_path: str | None = None,
 ) -> GoogleAdsClient:
-    """Load from YAML if configured, else GOOGLE_ADS_* env (refreshes OAuth over the network)."""
+    """Load from YAML if configured, else GOOGLE_ADS_* env (refreshes OAuth over the network).
+
+    The SDK requires `use_proto_plus` (google/ads/googleads/config.py: _REQUIRED_KEYS); from the
+    environment it comes from our setting GOOGLE_ADS_USE_PROTO_PLUS (default True), from a YAML
+    file from the file's own key. Both kinds of message work with set_ad_group_status.
+    """
     path = config_path or os.environ.get("GOOGLE_ADS_CONFIGURATION_FILE_PATH")
     try:
         if path:
             client = GoogleAdsClient.load_from_storage(path, version=API_VERSION)
         else:
-            client = GoogleAdsClient.load_from_env(version=API_VERSION)
+            config = {**_sdk_environment(), "use_proto_plus": use_proto_plus}
+            client = GoogleAdsClient.load_from_dict(config, version=API_VERSION)
     except auth_exceptions.TransportError as err:
         raise TransientAdsError(f"OAUTH_TRANSPORT_ERROR: {err}") from err
     except auth_exceptions.RefreshError as err:
@@ -94,9 +130,13 @@ def _error_code(error_pb: Any) -> tuple[str, str]:
     return kind, enum.name if enum else str(getattr(code, kind))
 
 
-def _failure_pb(failure: Any) -> Any:
-    """Normalise proto-plus or raw GoogleAdsFailure to the raw protobuf."""
-    return failure._pb if hasattr(failure, "_pb") else failure
+def _raw_pb(message: Any) -> Any:
+    """The raw protobuf of a message, whether the client runs with proto-plus or without.
+
+    With `use_proto_plus: False` the SDK hands out raw protobuf messages, which have no `_pb`
+    (https://developers.google.com/google-ads/api/docs/client-libs/python/protobuf-messages).
+    """
+    return message._pb if hasattr(message, "_pb") else message
 
 
 def _failure_from_metadata(metadata: Any) -> Any | None:
@@ -125,18 +165,18 @@ def _classify_failure(
     failure: Any, status: grpc.StatusCode | None, request_id: str | None
 ) -> TransientAdsError | PermanentAdsError:
     """Decide transient vs permanent from GoogleAdsFailure codes plus the gRPC status."""
-    failure_pb = _failure_pb(failure)
+    failure_pb = _raw_pb(failure)
     parts: list[str] = []
     transient = status in _TRANSIENT_GRPC_CODES
-    daily_quota = False
+    rate_exceeded = False
     retry_delay: float | None = None
     for error in failure_pb.errors:
         kind, name = _error_code(error)
         parts.append(f"{name}: {error.message}".strip())
         if (kind, name) in _TRANSIENT_ADS_CODES:
             transient = True
-        if (kind, name) == ("quota_error", "RESOURCE_EXHAUSTED"):
-            daily_quota = True
+        if (kind, name) == _RATE_EXCEEDED:
+            rate_exceeded = True
         if error.details.HasField("quota_error_details"):
             delay = error.details.quota_error_details.retry_delay
             if delay.seconds or delay.nanos:
@@ -144,8 +184,14 @@ def _classify_failure(
     message = "; ".join(parts) or (status.name if status else "Google Ads error")
     if request_id:
         message += f" (request-id {request_id})"
-    if transient and not daily_quota:
-        return TransientAdsError(message, retry_delay=retry_delay)
+    if transient:
+        # Rate exceeded without a suggested wait: Google's example waits 10 s, 20 s, 40 s, longer
+        # than a job may block a worker, so the job's RQ retries (minutes apart) take over.
+        return TransientAdsError(
+            message,
+            retry_delay=retry_delay,
+            retry_in_job=not (rate_exceeded and retry_delay is None),
+        )
     return PermanentAdsError(message)
 
 
@@ -194,12 +240,16 @@ def set_ad_group_status(
     customer_id = str(customer_id).replace("-", "")
     client = client or build_client()
     try:
+        # As Google's examples/basic_operations/update_ad_group.py builds it; `_raw_pb` lets the
+        # field mask work with use_proto_plus True (wrapper) and False (raw protobuf) alike.
         service = client.get_service("AdGroupService", version=API_VERSION)
         operation = client.get_type("AdGroupOperation", version=API_VERSION)
         ad_group = operation.update
         ad_group.resource_name = service.ad_group_path(customer_id, str(ad_group_id))
         ad_group.status = getattr(client.enums.AdGroupStatusEnum, status)
-        client.copy_from(operation.update_mask, protobuf_helpers.field_mask(None, ad_group._pb))
+        client.copy_from(
+            operation.update_mask, protobuf_helpers.field_mask(None, _raw_pb(ad_group))
+        )
         response = service.mutate_ad_groups(
             customer_id=customer_id, operations=[operation], timeout=timeout
         )
@@ -209,6 +259,9 @@ def set_ad_group_status(
         grpc.RpcError,
     ) as err:
         raise translate_error(err) from err
+    except (AttributeError, TypeError, ValueError, LookupError) as err:
+        # A bug of ours or an SDK change, never healed by waiting: no retry, one alert.
+        raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
     return response.results[0].resource_name
 
 
@@ -230,17 +283,49 @@ def _wait_with_hint(base: float, cap: float) -> Callable[[RetryCallState], float
     return wait
 
 
-def _server_asks_longer_than(cap: float) -> Callable[[RetryCallState], bool]:
-    """Stop retrying inside the job when the server wants a longer pause than our cap.
+def _wait_beyond_job(cap: float) -> Callable[[RetryCallState], bool]:
+    """Stop retrying inside the job when the pause should be longer than our cap.
 
-    The job's own RQ retries (minutes apart) then honour the delay instead of a blocked worker.
+    That is when the server asks for a longer pause, or the error says not to retry in the job
+    (rate exceeded without a suggested wait). The job's own RQ retries (minutes apart) then
+    wait instead of a blocked worker.
     """
 
     def stop(retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        if not getattr(exc, "retry_in_job", True):
+            return True
         hint = _server_delay(retry_state)
         return bool(hint) and float(hint) > cap
 
     return stop
+
+
+def _past(deadline: float | None) -> Callable[[RetryCallState], bool]:
+    """Stop when the next attempt would start at or after the job's deadline."""
+
+    def stop(retry_state: RetryCallState) -> bool:
+        return deadline is not None and time.monotonic() + retry_state.upcoming_sleep >= deadline
+
+    return stop
+
+
+def _hand_over(deadline: float | None) -> Callable[[RetryCallState], str]:
+    """Re-raise the last error; if the deadline stopped us, say so and leave it to RQ."""
+
+    def give_up(retry_state: RetryCallState) -> str:
+        outcome = retry_state.outcome
+        err = outcome.exception() if outcome is not None else None
+        if isinstance(err, TransientAdsError) and err.retry_in_job and _past(deadline)(retry_state):
+            raise TransientAdsError(
+                f"{err} (the job's time for Google Ads is spent: its RQ retry continues)",
+                retry_delay=err.retry_delay,
+                retry_in_job=False,
+            ) from err
+        return outcome.result() if outcome is not None else ""  # re-raises the last error
+
+    return give_up
 
 
 def set_ad_group_status_with_retry(
@@ -252,25 +337,40 @@ def set_ad_group_status_with_retry(
     base: float = 2.0,
     cap: float = 30.0,
     timeout: float = 20.0,
+    deadline: float | None = None,
     client: GoogleAdsClient | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> str:
-    """Retry only TransientAdsError (status changes are idempotent); re-raise the last one."""
+    """Retry only TransientAdsError (status changes are idempotent); re-raise the last one.
+
+    `deadline` (a time.monotonic() value) bounds the whole loop: no call starts after it, each
+    call's gRPC timeout ends by it, and reaching it raises TransientAdsError with
+    `retry_in_job=False`, so the job ends before RQ's timeout would kill it mid-retry.
+    """
     clients: list[GoogleAdsClient] = [client] if client is not None else []
 
     def attempt() -> str:
         """Build the client lazily inside the retry so OAuth transport hiccups are retried too."""
+        call_timeout = timeout
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TransientAdsError(
+                    "JOB_DEADLINE: the job's time for Google Ads is spent: its RQ retry continues",
+                    retry_in_job=False,
+                )
+            call_timeout = min(timeout, left)
         if not clients:
             clients.append(build_client())
         return set_ad_group_status(
-            customer_id, ad_group_id, status, client=clients[0], timeout=timeout
+            customer_id, ad_group_id, status, client=clients[0], timeout=call_timeout
         )
 
     retrying = Retrying(
         retry=retry_if_exception_type(TransientAdsError),
-        stop=stop_after_attempt(retries + 1) | _server_asks_longer_than(cap),
+        stop=stop_after_attempt(retries + 1) | _wait_beyond_job(cap) | _past(deadline),
         wait=_wait_with_hint(base, cap),
         sleep=sleep,
-        reraise=True,
+        retry_error_callback=_hand_over(deadline),
     )
     return retrying(attempt)
