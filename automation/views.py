@@ -64,9 +64,16 @@ def stripe_webhook(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
+    """200 or 503 for everyone; which parts fail, and how, only for those who may monitor.
+
+    The parts name what is configured and how many workers run: staff, the METRICS_TOKEN
+    bearer or a direct loopback caller (monitoring_refusal's rule) see them.
+    """
     results = health.check()
     broken = health.failing(results)
-    body = {"status": "fail" if broken else "ok", "failing": broken, **results}
+    body = {"status": "fail" if broken else "ok"}
+    if monitoring_refusal(request) is None or request.user.is_staff:
+        body |= {"failing": broken, **results}
     return JsonResponse(body, status=503 if broken else 200)
 
 
