@@ -22,6 +22,17 @@ charged separately, a simplification: the adapter learns real costs from `reques
 Bucket (leaky, real clock unless a clock is injected): it starts full; a query runs only if the
 bucket holds its requested cost, and then loses its actual cost (Shopify deducts requested and
 refunds the difference). A query requesting more than `max_query_cost` gets MAX_COST_EXCEEDED.
+
+Access: the static `token` (apps created in the Shopify admin; pass token="" to switch it off),
+and, when `client_id` is set, the client credentials grant at /admin/oauth/access_token, whose
+tokens really expire `token_lifetime` seconds (86399 by default, as Shopify documents) after
+they were issued, on the stand-in's clock. An unknown or expired token gets Shopify's 401.
+
+Webhook subscriptions: `subscriptions` are shop-scoped ones (created through the API; the
+`webhookSubscriptions` query lists them); `app_subscriptions` stand for the app-scoped ones
+declared in shopify.app.toml, which Shopify delivers to but never lists ("Returns only
+shop-scoped subscriptions, not app-scoped subscriptions configured in TOML files":
+https://shopify.dev/docs/api/admin-graphql/2025-07/queries/webhookSubscriptions).
 """
 
 from __future__ import annotations
@@ -44,6 +55,15 @@ from werkzeug import Request, Response
 
 TOKEN = "shpat_standin_token"
 API_VERSION = "2026-07"
+CLIENT_ID = "standin0client0id"
+TOKEN_PATH = "/admin/oauth/access_token"
+# "expires_in": 86399 in Shopify's documented answer of the client credentials grant:
+# https://shopify.dev/docs/apps/build/authentication-authorization/client-secrets
+TOKEN_LIFETIME = 86399
+# The GraphQL Admin API's answer to a missing, wrong or expired token: HTTP 401 ("The necessary
+# authentication credentials are not present in the request or are incorrect",
+# https://shopify.dev/docs/api/usage/response-codes) with this string as `errors`.
+INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wrong password)"
 ROOT_FIELDS = ("webhookSubscriptionCreate", "webhookSubscriptions", "inventoryItem", "nodes")
 MUTATION_COST = 10
 
@@ -66,6 +86,15 @@ class RecordedRequest:
 
 
 @dataclass
+class RecordedTokenRequest:
+    """One call of the token endpoint as the stand-in saw it (the secret is not kept)."""
+
+    form: dict[str, str]
+    answer: str  # "ok", "invalid_client", "unsupported_grant_type", "500"...
+    at: float = 0.0
+
+
+@dataclass
 class ShopifyStandIn:
     """In-memory shop: inventory levels, webhook subscriptions and a cost bucket."""
 
@@ -78,11 +107,19 @@ class ShopifyStandIn:
     levels: dict[int, list[LevelRow]] = field(default_factory=dict)
     subscriptions: list[dict[str, str]] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
+    # Client credentials grant (Dev Dashboard apps); off while client_id is None.
+    client_id: str | None = None
+    client_secret: str = ""
+    token_lifetime: float = TOKEN_LIFETIME
+    token_requests: list[RecordedTokenRequest] = field(default_factory=list)
+    app_subscriptions: list[dict[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.available = float(self.maximum_available)
         self._stamp = self.clock()
         self._script: deque[Any] = deque()
+        self._token_script: deque[Any] = deque()
+        self.issued: dict[str, float] = {}  # client-credentials token → expiry on self.clock
         self._ids = itertools.count(1_000_001)
         self._lock = threading.Lock()
         self.base_url = ""
@@ -96,6 +133,7 @@ class ShopifyStandIn:
     def install(self, server: HTTPServer) -> str:
         """Answer Admin GraphQL requests on `server`; returns the shop base URL for the adapter."""
         server.expect_request(self.path, method="POST").respond_with_handler(self.handle)
+        server.expect_request(TOKEN_PATH, method="POST").respond_with_handler(self.handle_token)
         self.base_url = server.url_for("/").rstrip("/")
         return self.base_url
 
@@ -111,9 +149,18 @@ class ShopifyStandIn:
             server.stop()
 
     def script(self, *answers: Any) -> None:
-        """Force the next answers: "THROTTLED" (drains the bucket), "429" or ("429", retry_after),
-        an HTTP status such as 500, or "ok" (normal handling)."""
+        """Force the next answers to accepted tokens: "THROTTLED" (drains the bucket), "429" or
+        ("429", retry_after), an HTTP status such as 500 or 401, or "ok" (normal handling)."""
         self._script.extend(answers)
+
+    def script_token(self, *answers: Any) -> None:
+        """Force the token endpoint's next answers: an HTTP status such as 503, or "ok"."""
+        self._token_script.extend(answers)
+
+    def expire_tokens(self) -> None:
+        """Let every issued client-credentials token run out now (as after its 24 hours)."""
+        now = self.clock()
+        self.issued = dict.fromkeys(self.issued, now)
 
     def add_item(self, item_id: int, *rows: LevelRow) -> None:
         """Give an inventory item its levels (location_id, available, updated_at)."""
@@ -165,11 +212,65 @@ class ShopifyStandIn:
             self.requests.append(record)
             return self._answer(request, record)
 
+    def handle_token(self, request: Request) -> Response:
+        """The client credentials grant, as Shopify documents it.
+
+        Request: form fields grant_type=client_credentials, client_id, client_secret; answer:
+        {"access_token", "scope", "expires_in": 86399}, no refresh token
+        (https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/client-credentials-grant).
+        A wrong id or secret: HTTP 400 {"error": "invalid_client", "error_description": ...}, the
+        answer Shopify's own library tests its client credentials call against
+        (Shopify/shopify-app-js, packages/apps/shopify-api/lib/auth/oauth/__tests__/
+        client-credentials.test.ts). Another grant type: 400 unsupported_grant_type (RFC 6749,
+        section 5.2).
+        """
+        with self._lock:
+            form = {key: request.form.get(key, "") for key in request.form}
+            now = self.clock()
+            record = RecordedTokenRequest(
+                form={k: v for k, v in form.items() if k != "client_secret"}, answer="ok", at=now
+            )
+            self.token_requests.append(record)
+            scripted = self._token_script.popleft() if self._token_script else "ok"
+            if isinstance(scripted, int):
+                record.answer = str(scripted)
+                return _json({"errors": "Internal Server Error"}, scripted)
+            if form.get("grant_type") != "client_credentials":
+                record.answer = "unsupported_grant_type"
+                return _json({"error": "unsupported_grant_type"}, 400)
+            if (
+                self.client_id is None
+                or form.get("client_id") != self.client_id
+                or form.get("client_secret") != self.client_secret
+            ):
+                record.answer = "invalid_client"
+                body = {
+                    "error": "invalid_client",
+                    "error_description": "Client authentication failed",
+                }
+                return _json(body, 400)
+            value = f"shpat_standin_cc_{len(self.token_requests)}_{next(self._ids)}"
+            self.issued[value] = now + self.token_lifetime
+            body = {
+                "access_token": value,
+                "scope": "read_inventory,read_orders,read_checkouts",
+                "expires_in": int(self.token_lifetime),
+            }
+            return _json(body)
+
+    def _authorised(self, token: str | None) -> bool:
+        """The static token, or a client-credentials token that has not expired yet."""
+        if not token:
+            return False
+        if self.token and token == self.token:
+            return True
+        expires = self.issued.get(token)
+        return expires is not None and self.clock() < expires
+
     def _answer(self, request: Request, record: RecordedRequest) -> Response:
-        if request.headers.get("X-Shopify-Access-Token") != self.token:
+        if not self._authorised(request.headers.get("X-Shopify-Access-Token")):
             record.answer = "401"
-            message = "[API] Invalid API key or access token (unrecognized login or wrong password)"
-            return _json({"errors": message}, 401)
+            return _json({"errors": INVALID_TOKEN}, 401)
         scripted = self._script.popleft() if self._script else "ok"
         if (isinstance(scripted, tuple) and scripted[0] == "429") or scripted == "429":
             record.answer = "429"
@@ -180,6 +281,8 @@ class ShopifyStandIn:
             return _json(body, 429, headers)
         if isinstance(scripted, int):
             record.answer = str(scripted)
+            if scripted == 401:  # e.g. the app's access revoked: even a fresh token is refused
+                return _json({"errors": INVALID_TOKEN}, 401)
             return _json({"errors": "Internal Server Error"}, scripted)
         if record.root is None:
             record.answer = "error"

@@ -12,15 +12,19 @@ from datetime import UTC, datetime
 import pytest
 
 from automation.adapters.shopify_admin import (
+    TOKEN_RENEW_MARGIN,
+    ClientCredentialsTokens,
     Level,
     ShopifyAdmin,
     ShopifyAdminError,
+    ShopifyCredentialsError,
     ShopifyThrottled,
     Subscription,
     enum_to_topic,
+    request_access_token,
     topic_to_enum,
 )
-from tests.shopify_standin import TOKEN, ShopifyStandIn
+from tests.shopify_standin import CLIENT_ID, TOKEN, TOKEN_LIFETIME, ShopifyStandIn
 
 WHEN = "2026-11-02T09:30:00Z"
 CALLBACK = "https://automation.elbkerzen.example/webhooks/shopify"
@@ -337,3 +341,164 @@ def test_topic_names_map_both_ways(topic, enum):
     assert topic_to_enum(topic) == enum
     assert enum_to_topic(enum) == topic
     assert topic_to_enum(enum) == enum
+
+
+# --- client credentials (Dev Dashboard apps) ---------------------------------------------------
+
+SECRET = "shpss_standin_secret"
+
+
+@pytest.fixture
+def dev_shop(httpserver, clock) -> ShopifyStandIn:
+    """A shop whose app comes from the Dev Dashboard: no static token, only client credentials."""
+    standin = ShopifyStandIn(clock=clock, token="", client_id=CLIENT_ID, client_secret=SECRET)
+    standin.install(httpserver)
+    stock(standin, range(1, 3))
+    yield standin
+    httpserver.check_handler_errors()
+
+
+def credentials(shop: ShopifyStandIn, clock: FakeClock, **kwargs) -> ClientCredentialsTokens:
+    kwargs.setdefault("client_secret", SECRET)
+    return ClientCredentialsTokens(
+        shop.base_url,
+        CLIENT_ID,
+        kwargs.pop("client_secret"),
+        clock=clock,
+        request=lambda *args, **kw: request_access_token(*args, sleep=clock.sleep, **kw),
+        **kwargs,
+    )
+
+
+def test_a_client_credentials_token_is_fetched_once_and_sent(dev_shop, clock):
+    tokens = credentials(dev_shop, clock)
+    admin = make_admin(dev_shop, clock, token=tokens)
+
+    assert len(list(admin.fetch_levels([1, 2]))) == 6
+    assert len(list(admin.fetch_levels([1]))) == 3
+
+    (grant,) = dev_shop.token_requests
+    assert grant.form == {"grant_type": "client_credentials", "client_id": CLIENT_ID}
+    sent = {r.headers["X-Shopify-Access-Token"] for r in dev_shop.requests}
+    assert sent == set(dev_shop.issued)
+    assert answers(dev_shop) == ["ok", "ok"]
+
+
+def test_the_token_answer_is_read_as_shopify_documents_it(dev_shop, clock):
+    token = request_access_token(dev_shop.base_url, CLIENT_ID, SECRET)
+
+    assert token.expires_in == TOKEN_LIFETIME == 86399
+    assert token.value in dev_shop.issued
+    assert token.value not in repr(token)
+
+
+def test_a_token_is_renewed_five_minutes_before_it_expires(dev_shop, clock):
+    tokens = credentials(dev_shop, clock)
+    first = tokens.current()
+
+    clock.now += TOKEN_LIFETIME - TOKEN_RENEW_MARGIN - 1
+    assert tokens.current() == first  # 5 min and 1 s left: still good
+    clock.now += 1
+    second = tokens.current()  # 5 min left: Shopify would still take it, we do not risk it
+
+    assert second != first
+    assert len(dev_shop.token_requests) == 2
+
+
+def test_an_expired_token_gets_401_then_one_new_token_and_the_query_again(dev_shop, clock):
+    tokens = credentials(dev_shop, clock, renew_margin=0)
+    admin = make_admin(dev_shop, clock, token=tokens)
+    list(admin.fetch_levels([1]))
+    dev_shop.expire_tokens()  # e.g. the machine slept through the token's 24 hours
+
+    assert len(list(admin.fetch_levels([1, 2]))) == 6
+
+    assert answers(dev_shop) == ["ok", "401", "ok"]
+    assert len(dev_shop.token_requests) == 2
+    assert admin.token_renewals == 1
+    retried = dev_shop.requests[-1]
+    assert (
+        retried.headers["X-Shopify-Access-Token"]
+        != dev_shop.requests[1].headers["X-Shopify-Access-Token"]
+    )
+    assert retried.variables == dev_shop.requests[1].variables
+
+
+def test_a_mutation_refused_with_401_is_sent_again_with_the_new_token(dev_shop, clock):
+    admin = make_admin(dev_shop, clock, token=credentials(dev_shop, clock))
+    admin.list_webhook_subscriptions()
+    dev_shop.expire_tokens()
+
+    created = admin.create_webhook_subscription("orders/create", CALLBACK)
+
+    assert [r.root for r in dev_shop.requests[1:]] == ["webhookSubscriptionCreate"] * 2
+    assert answers(dev_shop)[1:] == ["401", "ok"]
+    assert [s["id"] for s in dev_shop.subscriptions] == [created.id]
+
+
+def test_a_second_401_is_an_error_not_a_loop(dev_shop, clock):
+    dev_shop.script(401, 401, 401)  # the app's access was revoked: fresh tokens are refused too
+    admin = make_admin(dev_shop, clock, token=credentials(dev_shop, clock))
+
+    with pytest.raises(ShopifyAdminError, match="freshly fetched") as caught:
+        list(admin.fetch_levels([1]))
+
+    assert caught.value.status == 401
+    assert answers(dev_shop) == ["401", "401"]
+    assert len(dev_shop.token_requests) == 2  # the first token and exactly one renewal
+
+
+def test_a_wrong_client_secret_is_a_clear_permanent_error(dev_shop, clock):
+    tokens = credentials(
+        dev_shop, clock, client_secret="shpss_wrong", credentials_hint="SHOPIFY_CLIENT_SECRET"
+    )
+    admin = make_admin(dev_shop, clock, token=tokens)
+
+    with pytest.raises(ShopifyCredentialsError) as caught:
+        list(admin.fetch_levels([1]))
+
+    assert "invalid_client" in str(caught.value)
+    assert "SHOPIFY_CLIENT_SECRET" in str(caught.value)
+    assert "shpss_wrong" not in str(caught.value)
+    assert (caught.value.status, caught.value.code) == (400, "invalid_client")
+    assert len(dev_shop.token_requests) == 1  # not retried: waiting does not fix a secret
+    assert dev_shop.requests == []
+
+
+def test_the_token_endpoint_failing_briefly_is_retried(dev_shop, clock):
+    dev_shop.script_token(503)
+
+    assert request_access_token(dev_shop.base_url, CLIENT_ID, SECRET, sleep=clock.sleep)
+
+    assert [r.answer for r in dev_shop.token_requests] == ["503", "ok"]
+
+
+def test_the_token_endpoint_down_is_a_transient_error_not_a_credentials_error(dev_shop, clock):
+    dev_shop.script_token(502, 503, 500)
+
+    with pytest.raises(ShopifyAdminError) as caught:
+        request_access_token(dev_shop.base_url, CLIENT_ID, SECRET, sleep=clock.sleep)
+
+    assert not isinstance(caught.value, ShopifyCredentialsError)
+    assert caught.value.status == 500
+    assert len(dev_shop.token_requests) == 3
+
+
+def test_the_token_endpoint_unreachable_is_our_error(clock):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    with pytest.raises(ShopifyAdminError, match="unreachable") as caught:
+        request_access_token(f"http://127.0.0.1:{port}", CLIENT_ID, SECRET, sleep=clock.sleep)
+    assert not isinstance(caught.value, ShopifyCredentialsError)
+
+
+def test_the_static_token_is_refused_when_the_shop_only_knows_client_credentials(dev_shop, clock):
+    admin = make_admin(dev_shop, clock)  # the legacy TOKEN
+
+    with pytest.raises(ShopifyAdminError, match="access token") as caught:
+        list(admin.fetch_levels([1]))
+
+    assert caught.value.status == 401
+    assert dev_shop.token_requests == []  # a static token cannot be renewed

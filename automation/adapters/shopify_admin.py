@@ -8,6 +8,11 @@ query's requested cost before sending it (learned from earlier answers of the sa
 sleep exactly until the bucket holds it. THROTTLED answers and HTTP 429 are still handled (a
 computed wait, then the same query again, a bounded number of times), but should be rare.
 
+Access tokens come from a `TokenSource`: a static token (apps created in the Shopify admin before
+2026), or `ClientCredentialsTokens`, which exchanges a Dev Dashboard app's client id and secret for
+a token that lives 24 hours, keeps it in a shared cache, and fetches a new one once when Shopify
+answers 401.
+
 Plain values in and out; no Django here.
 """
 
@@ -18,9 +23,9 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
@@ -45,6 +50,16 @@ _DEFAULT_RETRY_AFTER = 1.0  # seconds, when a 429 carries no usable Retry-After
 _MIN_THROTTLED_WAIT = 0.05  # seconds, when THROTTLED arrives although our model says it fits
 _COST_IN_MESSAGE = re.compile(r"[Qq]uery cost is (\d+)")
 
+# The client credentials grant (Dev Dashboard apps, since 2026-01-01): POST form fields
+# grant_type=client_credentials, client_id, client_secret to the shop's token endpoint; the answer
+# is {"access_token", "scope", "expires_in": 86399} and there is no refresh token: fetch again.
+# https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/client-credentials-grant
+# https://shopify.dev/docs/apps/build/authentication-authorization/client-secrets
+ACCESS_TOKEN_PATH = "/admin/oauth/access_token"  # noqa: S105 (a URL path, not a secret)
+# Fetch a new token this long before Shopify's `expires_in` runs out, so no request of a run
+# carries a token that expires on the way.
+TOKEN_RENEW_MARGIN = 300  # seconds
+
 # Topics whose REST name cannot be recovered from the enum by "the last underscore is the slash".
 _IRREGULAR_TOPICS = {
     "APP_SCOPES_UPDATE": "app/scopes_update",
@@ -68,6 +83,10 @@ class ShopifyThrottled(ShopifyAdminError):
     def __init__(self, message: str, *, retry_after: float | None = None):
         super().__init__(message, code=THROTTLED)
         self.retry_after = retry_after  # our best guess of the wait in seconds
+
+
+class ShopifyCredentialsError(ShopifyAdminError):
+    """Shopify refused the app's client id or secret: only a configuration change helps."""
 
 
 class _CostExceeded(Exception):
@@ -109,6 +128,225 @@ class _Bucket:
     available: float
     rate: float
     observed_at: float
+
+
+# --- access tokens -----------------------------------------------------------------------------
+
+
+class TokenSource(Protocol):
+    """Where the adapter gets its `X-Shopify-Access-Token` from."""
+
+    def current(self) -> str:
+        """A token to send now (may fetch one)."""
+        ...
+
+    def renew(self, rejected: str) -> str | None:
+        """Shopify answered 401 to `rejected`: a fresh token to try once more, or None if none."""
+        ...
+
+
+class StaticToken:
+    """A token created in the Shopify admin (legacy custom apps): it does not expire."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def __repr__(self) -> str:
+        return "StaticToken(***)"
+
+    def current(self) -> str:
+        return self._value
+
+    def renew(self, rejected: str) -> str | None:
+        return None  # nothing to fetch: a 401 on a static token is final
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """One answer of the client credentials grant."""
+
+    value: str = field(repr=False)  # a secret: never in logs or reprs
+    scope: str
+    expires_in: int  # seconds, as Shopify said (86399 per its documentation)
+
+
+class TokenCache(Protocol):
+    """Shared storage for the token (a Redis client fits): values expire by themselves."""
+
+    def get(self, key: str) -> bytes | str | None: ...
+
+    def set(self, key: str, value: str, *, px: int) -> Any: ...
+
+    def delete(self, key: str) -> Any: ...
+
+
+def request_access_token(
+    base_url: str,
+    client_id: str,
+    client_secret: str,
+    *,
+    session: requests.Session | None = None,
+    timeout: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    credentials_hint: str = "the app's client id and secret",
+) -> AccessToken:
+    """Exchange the app's client id and secret for an Admin API access token.
+
+    Why it retries 5xx and network errors: every call mints a new token and leaves earlier ones
+    valid, so sending the request again is harmless. A refusal (400/401/403, e.g. Shopify's
+    `{"error": "invalid_client", "error_description": ...}`) is a configuration error and raises
+    `ShopifyCredentialsError` naming `credentials_hint`; waiting will not fix it.
+    """
+    url = f"{base_url.rstrip('/')}{ACCESS_TOKEN_PATH}"
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": client_id,
+        "client_secret": client_secret,
+    }
+    http = session or requests.Session()
+
+    def attempt() -> requests.Response:
+        response = http.post(
+            url, data=form, headers={"Accept": "application/json"}, timeout=timeout
+        )
+        if response.status_code in _TRANSIENT_STATUSES:
+            raise _ServerBusy(response)
+        return response
+
+    retrying = Retrying(
+        retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout, _ServerBusy)),
+        stop=stop_after_attempt(_TRANSPORT_ATTEMPTS),
+        wait=wait_random_exponential(multiplier=0.5, max=8),
+        sleep=sleep,
+        reraise=True,
+    )
+    try:
+        response = retrying(attempt)
+    except _ServerBusy as err:
+        status = err.response.status_code
+        raise ShopifyAdminError(
+            f"Shopify's token endpoint answered HTTP {status}", status=status
+        ) from err
+    except requests.RequestException as err:
+        raise ShopifyAdminError(
+            f"Shopify's token endpoint unreachable: {type(err).__name__} ({url})"
+        ) from err
+    finally:
+        if session is None:
+            http.close()
+    status = response.status_code
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if status in (400, 401, 403):
+        raise ShopifyCredentialsError(
+            f"Shopify refused the client credentials (HTTP {status}"
+            f"{_oauth_error_text(body)}): check {credentials_hint}",
+            status=status,
+            code=str(body.get("error")) if isinstance(body, dict) and body.get("error") else None,
+        )
+    if status >= 400:
+        raise ShopifyAdminError(
+            f"HTTP {status} from Shopify's token endpoint ({url}){_oauth_error_text(body)}",
+            status=status,
+        )
+    if not isinstance(body, dict):
+        raise ShopifyAdminError(f"Shopify's token endpoint answered HTTP {status} without JSON")
+    value, expires_in = body.get("access_token"), body.get("expires_in")
+    if not isinstance(value, str) or not value:
+        raise ShopifyAdminError("Shopify's token endpoint answered without an access_token")
+    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float) or expires_in <= 0:
+        raise ShopifyAdminError(f"Shopify's token endpoint answered expires_in={expires_in!r}")
+    return AccessToken(value=value, scope=str(body.get("scope") or ""), expires_in=int(expires_in))
+
+
+def _oauth_error_text(body: Any) -> str:
+    """`: invalid_client (Client authentication failed)` from either error shape Shopify uses."""
+    if not isinstance(body, dict):
+        return ""
+    if body.get("error"):
+        description = body.get("error_description")
+        text = f"{body['error']} ({description})" if description else str(body["error"])
+    elif body.get("errors"):
+        text = _error_text(body["errors"])
+    else:
+        return ""
+    return f": {text[:200]}"
+
+
+class ClientCredentialsTokens:
+    """Tokens by the client credentials grant, shared through `cache` by every process.
+
+    A token is kept until TOKEN_RENEW_MARGIN seconds before Shopify's `expires_in` ends: the cache
+    entry simply expires then (TTL = expires_in - margin), and the next `current()` fetches anew.
+    Two processes that find the cache empty at the same moment both fetch; that is harmless,
+    since each token Shopify issues stays valid for its own lifetime, and the last one written
+    wins the cache. Should a new token ever invalidate an older one, the loser's next request
+    gets a 401, and `renew` fetches once more. Without a cache (or while it fails) the token is
+    kept in this object only.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        cache: TokenCache | None = None,
+        cache_key: str = "",
+        renew_margin: float = TOKEN_RENEW_MARGIN,
+        clock: Callable[[], float] = time.monotonic,
+        request: Callable[..., AccessToken] = request_access_token,
+        credentials_hint: str = "the app's client id and secret",
+        on_fetch: Callable[[AccessToken], None] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.client_id = client_id
+        self._client_secret = client_secret
+        self._cache = cache
+        self.cache_key = cache_key or f"shopify:admin-token:{base_url.rstrip('/')}:{client_id}"
+        self._margin = renew_margin
+        self._clock = clock
+        self._request = request
+        self._hint = credentials_hint
+        self._on_fetch = on_fetch
+        self._memo: tuple[str, float] | None = None  # (token, our clock's deadline)
+        self.fetched = 0  # tokens fetched by this object, for logs and tests
+
+    def __repr__(self) -> str:
+        return f"ClientCredentialsTokens(client_id={self.client_id!r}, key={self.cache_key!r})"
+
+    def current(self) -> str:
+        cached = self._cache.get(self.cache_key) if self._cache is not None else None
+        if cached:
+            return cached.decode() if isinstance(cached, bytes) else str(cached)
+        if self._memo and self._memo[1] > self._clock():
+            return self._memo[0]
+        return self._fetch()
+
+    def renew(self, rejected: str) -> str:
+        """Drop the rejected token (unless another process already replaced it) and fetch anew."""
+        if self._cache is not None:
+            cached = self._cache.get(self.cache_key)
+            if cached and (cached.decode() if isinstance(cached, bytes) else cached) == rejected:
+                self._cache.delete(self.cache_key)
+        self._memo = None
+        return self._fetch()
+
+    def _fetch(self) -> str:
+        token = self._request(
+            self.base_url, self.client_id, self._client_secret, credentials_hint=self._hint
+        )
+        self.fetched += 1
+        keep = token.expires_in - self._margin
+        if keep > 0:
+            self._memo = (token.value, self._clock() + keep)
+            if self._cache is not None:
+                self._cache.set(self.cache_key, token.value, px=int(keep * 1000))
+        if self._on_fetch is not None:
+            self._on_fetch(token)
+        return token.value
 
 
 def topic_to_enum(topic: str) -> str:
@@ -251,7 +489,7 @@ class ShopifyAdmin:
     def __init__(
         self,
         base_url: str,
-        token: str,
+        token: str | TokenSource,
         api_version: str = API_VERSION,
         *,
         session: requests.Session | None = None,
@@ -274,7 +512,7 @@ class ShopifyAdmin:
         self.levels_per_item = levels_per_item
         self.max_query_cost = max_query_cost
         self.max_retries = max_retries
-        self._token = token
+        self._tokens: TokenSource = StaticToken(token) if isinstance(token, str) else token
         self._session = session or requests.Session()
         self._sleep = sleep
         self._clock = clock
@@ -288,6 +526,7 @@ class ShopifyAdmin:
         self.waited = 0.0  # seconds slept for the bucket (pacing and throttle waits)
         self.skipped = 0  # levels without an `available` timestamp, left out
         self.missing = 0  # requested items Shopify no longer has (null node)
+        self.token_renewals = 0  # 401s answered by fetching a new token and sending again
         self._most_levels = 0  # most levels one item has had so far: sizes the next pages
 
     def close(self) -> None:
@@ -599,13 +838,38 @@ class ShopifyAdmin:
         self._costs.setdefault((kind, first), {})[count] = max(cost, self._cost_limit() + 1)
 
     def _post(self, payload: dict[str, Any], *, idempotent: bool) -> requests.Response:
+        """POST with the current token; on a 401, once more with a freshly fetched token.
+
+        Why once: an expired or revoked client-credentials token is fixed by one new token
+        (Shopify's own shopify_app gem does the same: `with_token_refetch` retries a 401 once).
+        A second 401 means the app lost its access, and asking again would only loop. Resending
+        is safe even for a mutation: Shopify refused it before running it.
+        """
+        token = self._tokens.current()
+        response = self._send(payload, token, idempotent=idempotent)
+        if response.status_code != 401:
+            return response
+        fresh = self._tokens.renew(token)
+        if fresh is None:
+            return response  # a static token: `_json` explains the 401
+        self.token_renewals += 1
+        response = self._send(payload, fresh, idempotent=idempotent)
+        if response.status_code == 401:
+            raise ShopifyAdminError(
+                "HTTP 401: Shopify rejected a freshly fetched Admin API access token too "
+                "(app uninstalled from the shop, or its access revoked?)",
+                status=401,
+            )
+        return response
+
+    def _send(self, payload: dict[str, Any], token: str, *, idempotent: bool) -> requests.Response:
         """POST with a few jittered retries on network errors and 5xx (reads only)."""
         retry_on: tuple[type[BaseException], ...] = (
             (requests.ConnectionError, requests.Timeout, _ServerBusy)
             if idempotent
             else (requests.ConnectTimeout,)  # a mutation may have landed: never resend it
         )
-        headers = {"X-Shopify-Access-Token": self._token, "Accept": "application/json"}
+        headers = {"X-Shopify-Access-Token": token, "Accept": "application/json"}
 
         def attempt() -> requests.Response:
             self.queries += 1
