@@ -2,7 +2,6 @@
 
 import json
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -12,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
-from . import inbox, inventory, promotions
+from . import inbox, inventory, promotions, shopify_access
 from .forms import PromotionForm
 from .models import (
     AdGroupAction,
@@ -372,13 +371,23 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
         return len(obj.corrections)
 
     def changelist_view(self, request: HttpRequest, extra_context=None):
-        if not settings.SHOPIFY_ADMIN_TOKEN:
+        if not shopify_access.is_configured():
             self.message_user(
                 request,
                 _(
-                    "The nightly reconciliation is not configured: set SHOPIFY_ADMIN_TOKEN so it "
+                    "The nightly reconciliation is not configured: set %(settings)s so it "
                     "can read the true stock from Shopify."
-                ),
+                )
+                % {"settings": shopify_access.missing_settings()},
                 messages.WARNING,
+            )
+        if shopify_access.webhooks_managed_by_toml():
+            self.message_user(
+                request,
+                _(
+                    "Webhook subscriptions are managed by the app configuration "
+                    "(shopify.app.toml): the nightly run neither checks nor creates them."
+                ),
+                messages.INFO,
             )
         return super().changelist_view(request, extra_context)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
-from django.conf import settings
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import TruncDate
 from django.urls import reverse
@@ -23,7 +22,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from . import reconcile
+from . import reconcile, shopify_access
 from .decisions import NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
 from .models import (
     AdGroupAction,
@@ -466,17 +465,26 @@ class SubscriptionHealth:
     """Whether Shopify still sends us the webhooks we need, as far as the last run knows."""
 
     state: str
-    """ok, recreated, missing, unknown or not_configured."""
+    """ok, recreated, missing, unknown, not_configured, or app_config (shopify.app.toml)."""
     message: str
     topics: tuple[str, ...] = reconcile.REQUIRED_TOPICS
 
 
 def webhook_subscriptions(run: ReconcileRun | None) -> SubscriptionHealth:
     """Judge the subscriptions from the last run only: the page never calls Shopify."""
-    if not settings.SHOPIFY_ADMIN_TOKEN:
+    if shopify_access.webhooks_managed_by_toml():
+        return SubscriptionHealth(
+            "app_config",
+            _(
+                "Managed by the app configuration (shopify.app.toml): Shopify does not list "
+                "those subscriptions, so the nightly run does not check them."
+            ),
+        )
+    if not shopify_access.is_configured():
         return SubscriptionHealth(
             "not_configured",
-            _("Not configured: set SHOPIFY_ADMIN_TOKEN so the nightly run can check them."),
+            _("Not configured: set %(settings)s so the nightly run can check them.")
+            % {"settings": shopify_access.missing_settings()},
         )
     if run is None or run.status in (
         ReconcileRun.Status.RUNNING,

@@ -2,8 +2,9 @@
 
 Because the stale guard ignores older data and setting a status is idempotent, a
 reconciliation can never make things worse; every ad group whose status it changes is a
-webhook that was missed or late. The run also heals webhook subscriptions Shopify deleted,
-deletes expired claims and drops raw bodies past the retention period.
+webhook that was missed or late. The run also heals webhook subscriptions Shopify deleted (unless
+the app's shopify.app.toml owns them), deletes expired claims and drops raw bodies past the
+retention period.
 """
 
 import logging
@@ -12,11 +13,12 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from . import alerts, claims, inventory
+from . import alerts, claims, inventory, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError
 from .exceptions import PermanentAdsError, TransientAdsError
 from .models import AdGroupAction, Delivery, ReconcileRun, StockLevel, WatchedItem
@@ -33,13 +35,15 @@ OVERDUE_AFTER = timedelta(hours=26)
 Status = ReconcileRun.Status
 
 
+MANAGED_BY_TOML = "managed by shopify.app.toml (the app configuration owns them; not checked)"
+
+
 def admin_client() -> ShopifyAdmin | None:
-    """The Shopify Admin API client, or None when SHOPIFY_ADMIN_TOKEN is not set."""
-    if not settings.SHOPIFY_ADMIN_TOKEN:
+    """The Shopify Admin API client (static token or client credentials), None if neither is set."""
+    tokens = shopify_access.token_source()
+    if tokens is None:
         return None
-    return ShopifyAdmin(
-        settings.SHOPIFY_ADMIN_URL, settings.SHOPIFY_ADMIN_TOKEN, settings.SHOPIFY_API_VERSION
-    )
+    return ShopifyAdmin(settings.SHOPIFY_ADMIN_URL, tokens, settings.SHOPIFY_API_VERSION)
 
 
 def callback_url() -> str:
@@ -91,6 +95,7 @@ def run_now() -> ReconcileRun:
 def execute(run: ReconcileRun) -> ReconcileRun:
     """Do the whole pass, record it, and alert when something was corrected or failed."""
     started = time.monotonic()
+    toml = shopify_access.webhooks_managed_by_toml()
     client = admin_client()
     if client is None:
         run.status = Status.NOT_CONFIGURED
@@ -99,10 +104,11 @@ def execute(run: ReconcileRun) -> ReconcileRun:
             reconcile_stock(run, client)
         except ShopifyAdminError as err:
             run.errors.append(f"stock: {err}")
-        try:
-            heal_subscriptions(run, client)
-        except ShopifyAdminError as err:
-            run.errors.append(f"webhook subscriptions: {err}")
+        if not toml:  # app-scoped subscriptions are invisible to us: "healing" would double them
+            try:
+                heal_subscriptions(run, client)
+            except ShopifyAdminError as err:
+                run.errors.append(f"webhook subscriptions: {err}")
         run.status = (
             Status.ERRORS if run.errors else Status.CORRECTED if run.corrections else Status.OK
         )
@@ -221,7 +227,12 @@ def missing_subscriptions(client: ShopifyAdmin) -> list[str]:
 
 
 def heal_subscriptions(run: ReconcileRun | None, client: ShopifyAdmin) -> list[str]:
-    """Re-create subscriptions Shopify deleted after failed deliveries."""
+    """Re-create subscriptions Shopify deleted after failed deliveries (API-managed ones only)."""
+    if shopify_access.webhooks_managed_by_toml():
+        raise ImproperlyConfigured(
+            "SHOPIFY_WEBHOOKS_MANAGED_BY=toml: the app's shopify.app.toml owns the webhook "
+            "subscriptions; creating them through the API too would deliver every event twice"
+        )
     created = []
     for topic in missing_subscriptions(client):
         client.create_webhook_subscription(topic, callback_url())
@@ -254,6 +265,10 @@ def summary(run: ReconcileRun) -> str:
             f"({c['total_available']} available)"
             for c in run.corrections
         ]
+    if run.status == Status.NOT_CONFIGURED:
+        lines.append(f"Shopify Admin API not configured: set {shopify_access.missing_settings()}")
+    elif shopify_access.webhooks_managed_by_toml():
+        lines.append(f"webhook subscriptions: {MANAGED_BY_TOML}")
     if run.subscriptions_created:
         lines.append(f"webhook subscriptions re-created: {', '.join(run.subscriptions_created)}")
     if run.errors:

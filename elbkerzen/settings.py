@@ -165,7 +165,22 @@ DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
 DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
 
 # --- Shopify Admin API (nightly reconciliation, webhook subscription healing) ----------------
+# Apps created in the Shopify admin (before 2026): their static Admin API token. Wins when set.
 SHOPIFY_ADMIN_TOKEN = env.str("SHOPIFY_ADMIN_TOKEN", default="")
+# Dev Dashboard apps (all new apps since 2026-01-01): the client id; with the secret below we fetch
+# 24-hour tokens by the client credentials grant and share them through Redis.
+SHOPIFY_CLIENT_ID = env.str("SHOPIFY_CLIENT_ID", default="")
+# The app's client secret; it is also the webhook signing secret, hence the default.
+SHOPIFY_CLIENT_SECRET = env.str(
+    "SHOPIFY_CLIENT_SECRET", default=next(iter(SHOPIFY_WEBHOOK_SECRETS), "")
+)
+# Who owns the webhook subscriptions: `api` (we check them nightly and re-create missing ones) or
+# `toml` (declared in the app's shopify.app.toml; Shopify does not list those, so we never create).
+SHOPIFY_WEBHOOKS_MANAGED_BY = env.str("SHOPIFY_WEBHOOKS_MANAGED_BY", default="api").strip().lower()
+if SHOPIFY_WEBHOOKS_MANAGED_BY not in ("api", "toml"):
+    raise ImproperlyConfigured(
+        f"SHOPIFY_WEBHOOKS_MANAGED_BY must be 'api' or 'toml', not {SHOPIFY_WEBHOOKS_MANAGED_BY!r}"
+    )
 SHOPIFY_API_VERSION = env.str("SHOPIFY_API_VERSION", default="2026-07")
 SHOPIFY_ADMIN_URL = env.str(
     "SHOPIFY_ADMIN_URL", default=f"https://{(SHOPIFY_SHOP_DOMAINS or ['localhost'])[0]}"

@@ -1,14 +1,17 @@
 """The nightly reconciliation against a local Shopify Admin stand-in."""
 
+import time
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.core import mail
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from automation import jobs, reconcile
+from automation.adapters.shopify_admin import TOKEN_RENEW_MARGIN
 from automation.inventory import LevelUpdate, apply_level
 from automation.models import (
     AdGroupAction,
@@ -18,7 +21,7 @@ from automation.models import (
     StockLevel,
     WatchedItem,
 )
-from tests.shopify_standin import TOKEN, ShopifyStandIn
+from tests.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,6 +29,8 @@ ITEM = 808950810
 STORE = 24826418
 PUBLIC = "https://automation.elbkerzen.example"
 CALLBACK = f"{PUBLIC}/webhooks/shopify/"
+SECRET = "shpss_standin_secret"
+OUR_TOPICS = ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "CHECKOUTS_UPDATE", "ORDERS_CREATE"]
 
 
 @pytest.fixture
@@ -40,6 +45,23 @@ def shop(httpserver, settings):
         for n, topic in enumerate(
             ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "CHECKOUTS_UPDATE", "ORDERS_CREATE"]
         )
+    ]
+    yield standin
+    httpserver.check_handler_errors()
+
+
+@pytest.fixture
+def dev_shop(httpserver, settings, redis):
+    """A Dev Dashboard app: client id and secret only, tokens that expire, nothing static."""
+    standin = ShopifyStandIn(restore_rate=5000, token="", client_id=CLIENT_ID, client_secret=SECRET)
+    settings.SHOPIFY_ADMIN_URL = standin.install(httpserver)
+    settings.SHOPIFY_ADMIN_TOKEN = ""
+    settings.SHOPIFY_CLIENT_ID = CLIENT_ID
+    settings.SHOPIFY_CLIENT_SECRET = SECRET
+    settings.PUBLIC_BASE_URL = PUBLIC
+    standin.subscriptions = [
+        {"id": f"gid://shopify/WebhookSubscription/{n}", "topic": topic, "uri": CALLBACK}
+        for n, topic in enumerate(OUR_TOPICS)
     ]
     yield standin
     httpserver.check_handler_errors()
@@ -141,10 +163,139 @@ def test_a_wrong_token_is_recorded_as_an_error_not_a_crash(shop, winterzauber, s
 
 def test_without_a_token_the_run_says_not_configured(settings, admin_client):
     settings.SHOPIFY_ADMIN_TOKEN = ""
+    settings.SHOPIFY_CLIENT_ID = ""
     run = reconcile.run_now()
     assert run.status == ReconcileRun.Status.NOT_CONFIGURED
     page = admin_client.get("/admin/automation/reconcilerun/").content.decode()
     assert "not configured" in page
+    assert "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET" in reconcile.summary(run)
+
+
+# --- Dev Dashboard apps: client credentials, tokens that expire --------------------------------
+
+
+def test_the_nightly_run_works_with_client_credentials_alone(dev_shop, winterzauber):
+    webhook(5, "2026-11-28T10:00:00+01:00")
+    dev_shop.add_item(ITEM, (STORE, 0, "2026-11-28T15:10:00Z"))
+
+    run = reconcile.run_nightly()
+
+    assert run.status == ReconcileRun.Status.CORRECTED
+    assert run.corrections[0]["now"] == "PAUSED"
+    assert len(dev_shop.token_requests) == 1  # one token for the stock and the subscriptions
+    (token,) = dev_shop.issued
+    assert {r.headers["X-Shopify-Access-Token"] for r in dev_shop.requests} == {token}
+
+
+def test_the_day_after_the_token_expired_the_run_fetches_a_new_one(dev_shop, winterzauber):
+    dev_shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+    assert reconcile.run_now().status == ReconcileRun.Status.OK
+    dev_shop.expire_tokens()  # 24 hours later at Shopify; our cache still holds the old one
+
+    run = reconcile.run_now()
+
+    assert run.errors == []
+    assert run.status == ReconcileRun.Status.OK
+    assert len(dev_shop.token_requests) == 2
+    assert [r.answer for r in dev_shop.requests].count("401") == 1
+
+
+def test_a_short_lived_token_is_replaced_before_it_expires(dev_shop, winterzauber):
+    dev_shop.token_lifetime = TOKEN_RENEW_MARGIN + 1  # we keep it for one second
+    dev_shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+    reconcile.run_now()
+    time.sleep(1.1)
+
+    run = reconcile.run_now()
+
+    assert run.status == ReconcileRun.Status.OK
+    assert len(dev_shop.token_requests) == 2
+    assert "401" not in [r.answer for r in dev_shop.requests]
+
+
+def test_a_wrong_client_secret_is_an_error_that_names_the_settings(
+    dev_shop, winterzauber, settings
+):
+    settings.SHOPIFY_CLIENT_SECRET = "shpss_wrong"
+
+    run = reconcile.run_now()
+
+    assert run.status == ReconcileRun.Status.ERRORS
+    assert all("SHOPIFY_CLIENT_SECRET" in error for error in run.errors)
+    assert "invalid_client" in run.errors[0]
+    assert dev_shop.requests == []
+    assert "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET" in mail.outbox[0].body
+
+
+def test_the_legacy_static_token_still_works_beside_client_credentials(shop, settings):
+    settings.SHOPIFY_CLIENT_ID = CLIENT_ID  # set too, but the static token wins
+    settings.SHOPIFY_CLIENT_SECRET = SECRET
+
+    run = reconcile.run_now()
+
+    assert run.status == ReconcileRun.Status.OK
+    assert {r.headers["X-Shopify-Access-Token"] for r in shop.requests} == {TOKEN}
+    assert shop.token_requests == []
+
+
+# --- SHOPIFY_WEBHOOKS_MANAGED_BY ------------------------------------------------------------
+
+
+@pytest.fixture
+def toml_shop(dev_shop, settings):
+    """Our four topics declared in shopify.app.toml: app-scoped, never listed by the API."""
+    settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "toml"
+    dev_shop.app_subscriptions, dev_shop.subscriptions = dev_shop.subscriptions, []
+    return dev_shop
+
+
+def test_with_toml_the_nightly_run_never_creates_subscriptions(toml_shop, winterzauber):
+    toml_shop.add_item(ITEM, (STORE, 3, "2026-11-28T15:10:00Z"))
+
+    run = reconcile.run_nightly()
+
+    assert run.status == ReconcileRun.Status.OK
+    assert run.subscriptions_created == []
+    assert {r.root for r in toml_shop.requests} == {"nodes"}  # stock only
+    assert toml_shop.subscriptions == []  # nothing doubled
+    assert "managed by shopify.app.toml" in reconcile.summary(run)
+    assert mail.outbox == []
+
+
+def test_with_api_the_same_shop_would_get_every_topic_twice(toml_shop, winterzauber, settings):
+    """Why the setting exists: the API cannot see the TOML subscriptions and "heals" them."""
+    settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "api"
+
+    run = reconcile.run_now()
+
+    assert len(run.subscriptions_created) == 4
+    assert len(toml_shop.subscriptions) + len(toml_shop.app_subscriptions) == 8
+
+
+def test_with_toml_the_command_reports_and_refuses_to_sync(toml_shop, capsys):
+    call_command("shopify_webhooks", "--check")
+    assert "managed by shopify.app.toml" in capsys.readouterr().out
+
+    with pytest.raises(CommandError, match="shopify.app.toml"):
+        call_command("shopify_webhooks", "--sync")
+    with pytest.raises(ImproperlyConfigured, match="SHOPIFY_WEBHOOKS_MANAGED_BY"):
+        reconcile.heal_subscriptions(None, reconcile.admin_client())
+    assert toml_shop.requests == []
+    assert toml_shop.subscriptions == []
+
+
+def test_the_command_without_credentials_names_both_ways(settings):
+    settings.SHOPIFY_ADMIN_TOKEN = ""
+    settings.SHOPIFY_CLIENT_ID = ""
+
+    with pytest.raises(CommandError, match="SHOPIFY_CLIENT_ID .* or SHOPIFY_ADMIN_TOKEN"):
+        call_command("shopify_webhooks", "--check")
+
+
+def test_the_command_checks_with_client_credentials(dev_shop, capsys):
+    call_command("shopify_webhooks", "--check")
+    assert "all 4 subscriptions present" in capsys.readouterr().out
+    assert len(dev_shop.token_requests) == 1
 
 
 def test_overdue_run_happens_when_the_last_success_is_older_than_26_hours(settings):

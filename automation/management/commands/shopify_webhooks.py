@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from automation import reconcile
+from automation import reconcile, shopify_access
 from automation.adapters.shopify_admin import ShopifyAdminError
 
 
@@ -17,9 +17,24 @@ class Command(BaseCommand):
         mode.add_argument("--sync", action="store_true", help="create missing subscriptions")
 
     def handle(self, *args, **options) -> None:
+        if shopify_access.webhooks_managed_by_toml():
+            # Shopify's webhookSubscriptions query does not list app-scoped (TOML) subscriptions,
+            # so there is nothing we could compare, and creating them would double every event.
+            if options["sync"]:
+                raise CommandError(
+                    "SHOPIFY_WEBHOOKS_MANAGED_BY=toml: the app's shopify.app.toml owns the "
+                    "webhook subscriptions; change them there and run `shopify app deploy` "
+                    "(creating them through the API too would deliver every event twice)"
+                )
+            self.stdout.write(
+                f"webhook subscriptions: {reconcile.MANAGED_BY_TOML}; "
+                f"it must subscribe {', '.join(reconcile.REQUIRED_TOPICS)} "
+                f"to {reconcile.callback_url()}"
+            )
+            return
         client = reconcile.admin_client()
         if client is None:
-            raise CommandError("not configured: set SHOPIFY_ADMIN_TOKEN")
+            raise CommandError(f"not configured: set {shopify_access.missing_settings()}")
         try:
             if options["sync"]:
                 created = reconcile.heal_subscriptions(None, client)

@@ -1,0 +1,152 @@
+"""How we reach the shop's Admin API, and who owns its webhook subscriptions: the one home.
+
+Two kinds of app give Admin API access:
+- apps created in the Shopify admin before 2026 show a static token: `SHOPIFY_ADMIN_TOKEN`;
+- Dev Dashboard apps (the only kind created since 2026-01-01) have a client id and secret:
+  `SHOPIFY_CLIENT_ID` + `SHOPIFY_CLIENT_SECRET`, exchanged by the client credentials grant for a
+  token that lives 24 hours (`expires_in` 86399) and comes without a refresh token
+  (https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/client-credentials-grant).
+The static token wins when both are set: it needs no fetch, and a merchant who still has one
+set it on purpose. A client-credentials token is kept in Redis, shared by every web and worker
+process, until 5 minutes before it expires (adapters.shopify_admin.ClientCredentialsTokens).
+
+Webhook subscriptions are ours to check and heal (`SHOPIFY_WEBHOOKS_MANAGED_BY=api`) unless the
+app declares them in its shopify.app.toml (`toml`): those app-scoped subscriptions are not listed
+by the `webhookSubscriptions` query, so "healing" would subscribe every topic a second time
+(https://shopify.dev/docs/apps/build/webhooks/subscribe#app-specific-vs-shop-specific-subscriptions).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from redis.exceptions import RedisError
+
+from .adapters.shopify_admin import AccessToken, ClientCredentialsTokens, StaticToken, TokenSource
+from .queues import redis_client
+
+logger = logging.getLogger(__name__)
+
+CREDENTIALS_HINT = "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET"
+
+
+class Access(enum.StrEnum):
+    """The way we authenticate at the Admin API."""
+
+    STATIC = "static"  # the token shown by an app created in the Shopify admin
+    CLIENT_CREDENTIALS = "client_credentials"
+
+
+class WebhookManager(enum.StrEnum):
+    """Who creates the shop's webhook subscriptions (`SHOPIFY_WEBHOOKS_MANAGED_BY`)."""
+
+    API = "api"  # we: the nightly run checks them and re-creates missing ones
+    TOML = "toml"  # the app's shopify.app.toml (app-scoped): we never create any
+
+
+def access() -> Access | None:
+    """How we reach the Admin API, or None while neither way is configured."""
+    if settings.SHOPIFY_ADMIN_TOKEN:
+        return Access.STATIC
+    if settings.SHOPIFY_CLIENT_ID and settings.SHOPIFY_CLIENT_SECRET:
+        return Access.CLIENT_CREDENTIALS
+    return None
+
+
+def is_configured() -> bool:
+    """Whether the nightly reconciliation can read the shop (any of the two ways)."""
+    return access() is not None
+
+
+def missing_settings() -> str:
+    """What to set, for "not configured" messages (empty when configured)."""
+    if is_configured():
+        return ""
+    if settings.SHOPIFY_CLIENT_ID:
+        return "SHOPIFY_CLIENT_SECRET (or SHOPIFY_WEBHOOK_SECRETS, the same app secret)"
+    return (
+        "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET (Dev Dashboard app) "
+        "or SHOPIFY_ADMIN_TOKEN (app created in the Shopify admin)"
+    )
+
+
+def token_source() -> TokenSource | None:
+    """The Admin API token for this configuration, or None when not configured."""
+    kind = access()
+    if kind is Access.STATIC:
+        return StaticToken(settings.SHOPIFY_ADMIN_TOKEN)
+    if kind is Access.CLIENT_CREDENTIALS:
+        return ClientCredentialsTokens(
+            settings.SHOPIFY_ADMIN_URL,
+            settings.SHOPIFY_CLIENT_ID,
+            settings.SHOPIFY_CLIENT_SECRET,
+            cache=RedisTokenCache(),
+            cache_key=token_cache_key(),
+            credentials_hint=CREDENTIALS_HINT,
+            on_fetch=_log_fetch,
+        )
+    return None
+
+
+def token_cache_key() -> str:
+    """One key per shop and app, so two shops (or a rotated app) never share a token."""
+    shop = urlsplit(settings.SHOPIFY_ADMIN_URL).netloc or settings.SHOPIFY_ADMIN_URL
+    return f"elbkerzen:shopify-admin-token:{shop}:{settings.SHOPIFY_CLIENT_ID}"
+
+
+def _log_fetch(token: AccessToken) -> None:
+    """Say that a token was fetched, never the token itself."""
+    logger.info(
+        "fetched a Shopify Admin API access token by the client credentials grant "
+        "(expires in %d s, scopes: %s)",
+        token.expires_in,
+        token.scope or "-",
+    )
+
+
+class RedisTokenCache:
+    """The token cache in Redis. While Redis fails, each process keeps its own token.
+
+    The token is a secret: it sits in Redis like RQ's job data does, under an expiring key, and
+    is never logged.
+    """
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return redis_client().get(key)
+        except RedisError as err:
+            logger.warning("Shopify token cache unavailable (%s): using this process's token", err)
+            return None
+
+    def set(self, key: str, value: str, *, px: int) -> None:
+        try:
+            redis_client().set(key, value, px=px)
+        except RedisError as err:
+            logger.warning("Shopify token cache unavailable (%s): token not shared", err)
+
+    def delete(self, key: str) -> None:
+        try:
+            redis_client().delete(key)
+        except RedisError as err:
+            logger.warning("Shopify token cache unavailable (%s): could not drop the token", err)
+
+
+def webhooks_managed_by() -> WebhookManager:
+    """`SHOPIFY_WEBHOOKS_MANAGED_BY` as a value; anything else is a configuration error."""
+    value = str(settings.SHOPIFY_WEBHOOKS_MANAGED_BY).strip().lower()
+    try:
+        return WebhookManager(value)
+    except ValueError:
+        choices = " or ".join(repr(m.value) for m in WebhookManager)
+        raise ImproperlyConfigured(
+            f"SHOPIFY_WEBHOOKS_MANAGED_BY must be {choices}, not {value!r}"
+        ) from None
+
+
+def webhooks_managed_by_toml() -> bool:
+    """Whether the app's shopify.app.toml owns the subscriptions (we neither check nor create)."""
+    return webhooks_managed_by() is WebhookManager.TOML
