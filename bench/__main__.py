@@ -24,7 +24,7 @@ OUTPUT = ROOT / "docs" / "PERFORMANCE.md"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs (a smoke test)")
-    for part in ("intake", "reaction", "profile", "worker", "reconcile"):
+    for part in ("intake", "reaction", "profile", "slow", "worker", "reconcile"):
         parser.add_argument(f"--skip-{part}", action="store_true", help=f"leave out {part}")
     parser.add_argument("--rounds", type=int, help="intake rounds (default 5, quick 1)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run (default 10, quick 3)")
@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--step-seconds", type=float, help="seconds per reaction rate step (default 20, quick 6)"
     )
     parser.add_argument("--rate-step", type=float, default=20, help="reaction step, per second")
+    parser.add_argument(
+        "--slow-seconds", type=float, help="slow-client webhooks, seconds (default 30, quick 10)"
+    )
     parser.add_argument("--items", type=int, help="reconcile items (default 2000, quick 300)")
     parser.add_argument(
         "--deliveries", type=int, help="worker jobs per workload and round (default 500)"
@@ -52,6 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.step_seconds = args.step_seconds or (6 if quick else 20)
     args.warmup = 1 if quick else 3
     args.items = args.items or (300 if quick else 2000)
+    args.slow_seconds = args.slow_seconds or (10 if quick else 30)
     args.deliveries = args.deliveries or (200 if quick else 500)
     args.worker_rounds = 1 if quick else 5
     args.profile_seconds = 5 if quick else 10
@@ -89,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         reaction,
         report,
         servers,
+        slow_clients,
     )
 
     servers.install_signal_handlers()
@@ -136,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
                     lambda: profiling.profile_worker(procs, args.profile_seconds),
                 )
                 results.profiles += [found] if found else []
+            if not args.skip_slow:
+                results.slow_clients = attempt(
+                    results,
+                    "slow clients",
+                    lambda: slow_clients.run(procs, seconds=args.slow_seconds),
+                )
+                procs.stop_all()
         env.reset_tables()
         env.flush_redis()
         if not args.skip_worker:
@@ -178,6 +190,7 @@ def write(results: Any, output: Path) -> None:
         "intake": results.intake.as_dict() if results.intake else None,
         "reaction": results.reaction.as_dict() if results.reaction else None,
         "profiles": [p.as_dict() for p in results.profiles],
+        "slow_clients": results.slow_clients.as_dict() if results.slow_clients else None,
         "worker": results.worker,
         "reconcile": results.reconcile,
         "errors": results.errors,

@@ -12,6 +12,8 @@ from pathlib import Path
 from bench.intake import TARGET_P99_MS, IntakeResult
 from bench.profiling import Breakdown
 from bench.reaction import STEADY_P99_MS, TARGET_RATE, WORKERS, ReactionResult
+from bench.slow_clients import SlowClientsResult
+from bench.slow_clients import section as slow_clients_section
 
 FINDINGS = Path(__file__).with_name("findings.md")
 
@@ -26,6 +28,7 @@ class Results:
     intake: IntakeResult | None = None
     reaction: ReactionResult | None = None
     profiles: list[Breakdown] = field(default_factory=list)
+    slow_clients: SlowClientsResult | None = None
     worker: dict | None = None
     reconcile: dict | None = None
     errors: dict[str, str] = field(default_factory=dict)
@@ -41,6 +44,8 @@ class Results:
             verdicts = self.reaction.verdicts()
             rows.append((*verdicts[0][:2], _word(verdicts[0][2])))
             rows.append((*verdicts[1][:2], "info"))
+        if self.slow_clients:
+            rows += self.slow_clients.verdict_words()
         if self.worker and "error" not in self.worker:
             rows.append(
                 (
@@ -288,6 +293,8 @@ compare the ratios, which come from runs interleaved in the same minute, not the
         parts.append(intake_section(results.intake))
     if results.reaction:
         parts.append(reaction_section(results.reaction))
+    if results.slow_clients:
+        parts.append(slow_clients_section(results.slow_clients))
     if results.worker and "error" not in results.worker:
         parts.append(worker_section(results.worker))
     if results.reconcile and "error" not in results.reconcile:

@@ -7,18 +7,29 @@ servers behind skews the next measurement on a shared, noisy machine.
 
 import contextlib
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from bench.env import ROOT, child_env
 
 GUNICORN_WORKERS = 4
+# The proxy docker-compose.yml puts in front of gunicorn: this file, as the nginx image runs it.
+NGINX_TEMPLATE = ROOT / "deploy" / "nginx" / "default.conf.template"
+# What the nginx image's entrypoint replaces in a template: `$NAME` or `${NAME}` where NAME is
+# set in the environment; everything else (nginx's own `$host`, ...) stays. Its perl line:
+# s|\$(\{)?($ENV{NGINX_ENVSUBST_FILTER}\w*)(?(1)\})|$ENV{$2} // $&|ge
+# (github.com/nginxinc/docker-nginx, entrypoint/20-envsubst-on-templates.sh).
+TEMPLATE_VARIABLE = re.compile(r"\$(\{)?(\w+)(?(1)\})")
 
 
 def free_port() -> int:
@@ -87,8 +98,19 @@ def children_of(pid: int) -> list[int]:
     return [int(child) for child in text.split()]
 
 
-def start_gunicorn(procs: Processes, root: Path = ROOT, name: str = "gunicorn") -> "Server":
-    """The Dockerfile's command on a free local port, with the bench settings; waits until up."""
+def start_gunicorn(
+    procs: Processes,
+    root: Path = ROOT,
+    name: str = "gunicorn",
+    env: dict[str, str] | None = None,
+    ready_path: str = "/bench/bare/",
+    ready_statuses: tuple[int, ...] = (200,),
+) -> "Server":
+    """The Dockerfile's command on a free local port, with the bench settings; waits until up.
+
+    `env` replaces the bench's environment (the slow-client test points it at the test
+    database); `ready_path` answering one of `ready_statuses` means the workers are up.
+    """
     port = free_port()
     argv = [
         sys.executable,
@@ -104,13 +126,15 @@ def start_gunicorn(procs: Processes, root: Path = ROOT, name: str = "gunicorn") 
         "--timeout",
         "30",
     ]
-    proc = procs.start(name, argv, root, child_env(root))
+    proc = procs.start(name, argv, root, child_env(root) if env is None else env)
     server = Server(proc, port)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {proc.returncode}; see {name}.log")
-        if len(children_of(proc.pid)) >= GUNICORN_WORKERS and server.answers("/bench/bare/"):
+        if len(children_of(proc.pid)) >= GUNICORN_WORKERS and server.answers(
+            ready_path, ready_statuses
+        ):
             return server
         time.sleep(0.2)
     raise RuntimeError(f"gunicorn did not come up within 60 s; see {name}.log")
@@ -126,11 +150,13 @@ class Server:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def answers(self, path: str) -> bool:
-        """True when GET `path` answers 200."""
+    def answers(self, path: str, statuses: tuple[int, ...] = (200,)) -> bool:
+        """True when GET `path` answers with one of `statuses`."""
         try:
             with urllib.request.urlopen(self.url(path), timeout=2) as response:
-                return response.status == 200
+                return response.status in statuses
+        except urllib.error.HTTPError as err:
+            return err.code in statuses
         except OSError:
             return False
 
@@ -172,3 +198,78 @@ def install_signal_handlers() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGHUP, stop)
+
+
+def render_template(text: str, environment: Mapping[str, str]) -> str:
+    """Fill in a template the way the nginx image does at start: set variables only."""
+    return TEMPLATE_VARIABLE.sub(lambda m: environment.get(m.group(2), m.group(0)), text)
+
+
+def nginx_main_config(directory: Path, site: Path) -> str:
+    """The nginx image's own nginx.conf around our site, with every path in `directory`.
+
+    As in the image: `worker_processes auto`, 1024 connections per worker, and the site
+    included inside `http`, where the image includes /etc/nginx/conf.d/*.conf.
+    """
+    return f"""worker_processes auto;
+daemon off;
+pid {directory}/nginx.pid;
+error_log {directory}/error.log warn;
+events {{
+    worker_connections 1024;
+}}
+http {{
+    access_log {directory}/access.log;
+    client_body_temp_path {directory}/client_body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
+    sendfile on;
+    keepalive_timeout 65;
+    include {site};
+}}
+"""
+
+
+def start_nginx(
+    procs: Processes,
+    upstream_port: int,
+    directory: Path,
+    ready_path: str = "/bench/bare/",
+    ready_statuses: tuple[int, ...] = (200,),
+    name: str = "nginx",
+) -> "Server":
+    """The committed proxy config in front of 127.0.0.1:`upstream_port`; waits until it answers.
+
+    The same template docker-compose.yml mounts, filled in as the image does, with the
+    upstream and the listening port being the only differences.
+    """
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    port = free_port()
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)  # run as root, nginx's workers run as nobody and must read in here
+    site = directory / "default.conf"
+    site.write_text(
+        render_template(
+            NGINX_TEMPLATE.read_text(),
+            {
+                **os.environ,  # the image fills in from the container's whole environment
+                "ELBKERZEN_UPSTREAM": f"127.0.0.1:{upstream_port}",
+                "ELBKERZEN_LISTEN": str(port),
+            },
+        )
+    )
+    main = directory / "nginx.conf"
+    main.write_text(nginx_main_config(directory, site))
+    argv = [binary, "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(main)]
+    proc = procs.start(name, argv, directory, dict(os.environ))
+    server = Server(proc, port)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"nginx exited with {proc.returncode}; see {name}.log")
+        if server.answers(ready_path, ready_statuses):
+            return server
+        time.sleep(0.1)
+    raise RuntimeError(f"nginx did not answer within 20 s; see {name}.log")

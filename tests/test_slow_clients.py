@@ -1,0 +1,108 @@
+"""Slow clients cannot starve the webhook intake of the documented stack (issue 14, finding 2).
+
+The short version of `bench/slow_clients.py`: the Dockerfile's gunicorn (4 sync workers) on the
+test database, behind nginx running the committed deploy/nginx/default.conf.template exactly as
+docker-compose.yml's proxy runs it. SLOW connections send their headers and then one body byte
+every 2 s while signed deliveries arrive at 10/s; every one must be answered 200 within 1 s.
+The same attack straight against gunicorn (the stack before the proxy) must fail, which shows
+the measurement can see the difference.
+
+Skipped where nginx is not installed, except under CI=true (.ci/run installs it), where a
+missing nginx fails the test instead.
+"""
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+
+from bench.servers import Processes, Server, start_gunicorn, start_nginx
+from bench.slow_clients import LIMIT_S, attack
+from tests.signing import SECRET, SHOP
+
+SLOW = 20  # five times the workers
+RATE = 10.0
+SECONDS = 4.0
+SETTLE = 1.5  # the slow clients have connected and sent their headers
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _nginx_installed() -> None:
+    if shutil.which("nginx"):
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail("nginx is missing under CI=true; .ci/run installs it (apt-get install nginx)")
+    pytest.skip("needs nginx (apt-get install nginx); CI installs it and runs this test")
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        if ":memory:" in db["NAME"]:
+            pytest.skip("needs a database file or server shared with gunicorn")
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def processes(tmp_path: Path, redis) -> Iterator[Processes]:
+    with Processes(tmp_path) as procs:
+        yield procs
+
+
+@pytest.fixture
+def gunicorn(processes: Processes, tmp_path: Path) -> Server:
+    """The Dockerfile's gunicorn command in production mode, on the test database and Redis DB."""
+    (tmp_path / "prometheus").mkdir()
+    env = os.environ | {
+        "DJANGO_SETTINGS_MODULE": "elbkerzen.settings",
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": django_settings.REDIS_URL,
+        "DEBUG": "0",
+        "SECURE_SSL_REDIRECT": "false",  # nginx listens on plain HTTP here
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SHOPIFY_WEBHOOK_SECRETS": SECRET,
+        "SHOPIFY_SHOP_DOMAINS": SHOP,
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
+        "PYTHONPATH": str(ROOT),
+    }
+    return start_gunicorn(processes, env=env, ready_path="/healthz", ready_statuses=(200, 503))
+
+
+def test_behind_the_committed_nginx_config_every_webhook_is_answered_within_a_second(
+    processes, gunicorn, tmp_path
+):
+    proxy = start_nginx(
+        processes,
+        gunicorn.port,
+        tmp_path / "nginx",
+        ready_path="/healthz",
+        ready_statuses=(200, 503),
+    )
+
+    result = asyncio.run(
+        attack(proxy.port, "nginx → gunicorn", SLOW, RATE, SECONDS, SECRET, SHOP, SETTLE)
+    )
+
+    assert result.sent == int(RATE * SECONDS)
+    assert result.slow_held_at_end == SLOW, "the proxy cut slow clients: they held nothing"
+    assert result.statuses == {"200": result.sent}, result.statuses
+    assert result.passed, f"answered within {LIMIT_S} s: {result.within_limit}/{result.sent}"
+
+
+def test_straight_to_gunicorn_the_same_slow_clients_starve_the_webhooks(gunicorn):
+    """The stack as it was (gunicorn published): the measurement must see the failure."""
+    result = asyncio.run(
+        attack(gunicorn.port, "gunicorn directly", SLOW, RATE, SECONDS, SECRET, SHOP, SETTLE, 2.0)
+    )
+
+    assert not result.passed
+    assert result.within_limit < result.sent // 2
