@@ -33,7 +33,14 @@ from .exceptions import InvalidPayload
 from .inbox import Outcome, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
 from .models import MarginRule as MarginRuleRow
-from .privacy import email_ref, mask_email
+from .privacy import (
+    customer_id_ref,
+    customer_refs,
+    email_ref,
+    mask_email,
+    phone_ref,
+    shopify_customer_id,
+)
 from .queues import default_queue
 from .sources import parse_timestamp
 
@@ -42,6 +49,9 @@ logger = logging.getLogger(__name__)
 Status = Delivery.Status
 Arm = ReminderDecision.Arm
 CHECKOUT_CLAIM_TTL = timedelta(days=30)
+# Values of the merchant's own consent field in a Stripe session's metadata that mean "opted
+# in" (compared lower-case, without surrounding spaces); see parse_stripe_session.
+STRIPE_CONSENT_VALUES = frozenset({"true", "yes", "1", "opt_in"})
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,8 @@ class CheckoutVersion:
     shop_domain: str = ""
     email: str = ""
     first_name: str = ""
+    customer_id: int | None = None
+    phone: str = ""
     accepts_marketing: bool = False
     completed_at: datetime | None = None
     recovery_url: str = ""
@@ -89,6 +101,11 @@ def _amount(value: object, name: str) -> Decimal:
 
 def _optional_id(value: object) -> int | None:
     return value if type(value) is int and 0 < value < 2**63 else None
+
+
+def _phone(*candidates: object) -> str:
+    """The first phone number given as a string; we keep only its pseudonym, for redaction."""
+    return next((value[:64] for value in candidates if isinstance(value, str) and value), "")
 
 
 def _timestamp(value: object, name: str, *, required: bool) -> datetime | None:
@@ -138,6 +155,8 @@ def parse_shopify_checkout(payload: object, shop_domain: str) -> CheckoutVersion
         shop_domain=shop_domain,
         email=_text(payload.get("email"), "email", 254),
         first_name=first_name.strip()[:100] if isinstance(first_name, str) else "",
+        customer_id=shopify_customer_id(customer.get("id")),
+        phone=_phone(customer.get("phone"), payload.get("phone")),
         accepts_marketing=consent,
         completed_at=_timestamp(payload.get("completed_at"), "completed_at", required=False),
         recovery_url=_text(payload.get("abandoned_checkout_url"), "abandoned_checkout_url", 2000),
@@ -155,8 +174,37 @@ def _dig(payload: dict, *keys: str) -> object:
     return payload
 
 
+def _stripe_consent(session: dict) -> bool:
+    """Marketing consent of a Checkout Session: Stripe's own, else the merchant's metadata.
+
+    `consent.promotions` is only set when the session was created with
+    `consent_collection.promotions=auto`, which Stripe offers to US merchants only
+    (https://docs.stripe.com/payments/checkout/promotional-emails-consent, "US only"; API
+    reference: https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-consent).
+    Elsewhere the merchant asks for consent in their own shop and records it in the session's
+    `metadata` (string values, https://docs.stripe.com/metadata) under
+    STRIPE_CONSENT_METADATA_KEY. A buyer's explicit `opt_out` at Stripe always wins.
+    """
+    metadata = session.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidPayload("metadata must be an object")
+    promotions = _dig(session, "consent", "promotions")
+    if promotions == "opt_out":
+        return False
+    if promotions == "opt_in":
+        return True
+    given = (metadata or {}).get(settings.STRIPE_CONSENT_METADATA_KEY)
+    return isinstance(given, str) and given.strip().lower() in STRIPE_CONSENT_VALUES
+
+
 def parse_stripe_session(event: object) -> CheckoutVersion:
-    """Validate a Stripe `checkout.session.*` event; consent is `consent.promotions == opt_in`."""
+    """Validate a Stripe `checkout.session.*` event into a checkout version.
+
+    Stripe's own object fixture (stripe/openapi `openapi/fixtures3.json`, copied to
+    tests/fixtures/stripe/) has nulls in `amount_total`, `currency`, `customer_email` and
+    `after_expiration.recovery.url`: each null parses to an empty value, and the evaluation
+    then skips the checkout with its reason (no address, no consent, no recovery link).
+    """
     if not isinstance(event, dict):
         raise InvalidPayload("event is not a JSON object")
     session = _dig(event, "data", "object")
@@ -169,13 +217,18 @@ def parse_stripe_session(event: object) -> CheckoutVersion:
     if type(amount) is not int or not 0 <= amount < 10**12:
         raise InvalidPayload("amount_total must be a non-negative integer (cents)")
     completed = session.get("status") == "complete"
+    # `customer_details.email` is what the buyer typed (null before they got that far);
+    # `customer_email` is the address the merchant prefilled when creating the session.
+    typed = _text(_dig(session, "customer_details", "email"), "customer email", 254)
+    prefilled = _text(session.get("customer_email"), "customer_email", 254)
     return CheckoutVersion(
         source=CheckoutState.Source.STRIPE,
         token=_text(session.get("id"), "session id", 255, required=True),
         updated_at=datetime.fromtimestamp(created, tz=UTC),
-        email=_text(_dig(session, "customer_details", "email"), "customer email", 254),
+        email=typed or prefilled,
         first_name="",
-        accepts_marketing=_dig(session, "consent", "promotions") == "opt_in",
+        phone=_phone(_dig(session, "customer_details", "phone")),
+        accepts_marketing=_stripe_consent(session),
         completed_at=datetime.fromtimestamp(created, tz=UTC) if completed else None,
         recovery_url=_text(
             _dig(session, "after_expiration", "recovery", "url"), "recovery url", 2000
@@ -205,6 +258,13 @@ def store_checkout(version: CheckoutVersion) -> CheckoutState | None:
         "currency": version.currency,
         "line_items": version.line_items,
     }
+    # A later version without a customer id or phone keeps the known pseudonyms: a redaction
+    # must still find the checkout.
+    refs = {
+        "customer_id_ref": customer_id_ref(version.customer_id),
+        "phone_ref": phone_ref(version.phone),
+    }
+    fields.update({name: ref for name, ref in refs.items() if ref})
     same = CheckoutState.objects.filter(source=version.source, token=version.token)
 
     def update() -> int:
@@ -287,16 +347,38 @@ def _body(delivery: Delivery) -> object:
     return json.loads(bytes(delivery.body))
 
 
-def _remember_customer(delivery: Delivery, email: str) -> None:
-    if email:
-        Delivery.objects.filter(pk=delivery.pk).update(customer_ref=email_ref(email))
+def _remember_customer(delivery: Delivery, version: CheckoutVersion) -> None:
+    """Link the body to its customer by pseudonyms, so `customers/redact` can drop it."""
+    refs = customer_refs(version.email, version.customer_id, version.phone)
+    if refs:
+        Delivery.objects.filter(pk=delivery.pk).update(**refs)
+
+
+def _remember_order_customer(delivery: Delivery, payload: dict) -> None:
+    """An order body names its customer like a checkout does (`email`, `phone`, `customer`)."""
+    customer = payload.get("customer") if isinstance(payload.get("customer"), dict) else {}
+    email = next(
+        (
+            value.strip()[:254]
+            for value in (payload.get("email"), payload.get("contact_email"), customer.get("email"))
+            if isinstance(value, str) and "@" in value
+        ),
+        "",
+    )
+    refs = customer_refs(
+        email,
+        shopify_customer_id(customer.get("id")),
+        _phone(customer.get("phone"), payload.get("phone")),
+    )
+    if refs:
+        Delivery.objects.filter(pk=delivery.pk).update(**refs)
 
 
 @handles("shopify", "checkouts/create", "checkouts/update")
 def handle_shopify_checkout(delivery: Delivery) -> Outcome:
     """Store the newest checkout version and schedule its evaluation."""
     version = parse_shopify_checkout(_body(delivery), delivery.shop_domain)
-    _remember_customer(delivery, version.email)
+    _remember_customer(delivery, version)
     checkout = store_checkout(version)
     if checkout is None:
         return Outcome(Status.STALE, "a newer version of this checkout is stored")
@@ -310,7 +392,10 @@ def handle_shopify_checkout(delivery: Delivery) -> Outcome:
 def handle_order(delivery: Delivery) -> Outcome:
     """An order for a checkout completes it: no reminder after that."""
     payload = _body(delivery)
-    token = payload.get("checkout_token") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict):
+        raise InvalidPayload("body is not a JSON object")
+    _remember_order_customer(delivery, payload)
+    token = payload.get("checkout_token")
     if not isinstance(token, str) or not token.strip():
         return Outcome(Status.IGNORED, "order without checkout_token")
     when = _timestamp(payload.get("created_at"), "created_at", required=False) or timezone.now()
@@ -322,7 +407,7 @@ def handle_order(delivery: Delivery) -> Outcome:
 def handle_stripe_expired(delivery: Delivery) -> Outcome:
     """Stripe reports expiry late already: evaluate at once."""
     version = parse_stripe_session(_body(delivery))
-    _remember_customer(delivery, version.email)
+    _remember_customer(delivery, version)
     checkout = store_checkout(version)
     if checkout is None:
         return Outcome(Status.STALE, "a newer version of this session is stored")
@@ -333,6 +418,7 @@ def handle_stripe_expired(delivery: Delivery) -> Outcome:
 @handles("stripe", "checkout.session.completed")
 def handle_stripe_completed(delivery: Delivery) -> Outcome:
     version = parse_stripe_session(_body(delivery))
+    _remember_customer(delivery, version)
     mark_completed(CheckoutState.Source.STRIPE, version.token, version.updated_at)
     return Outcome(Status.DONE, "checkout session marked completed")
 

@@ -152,6 +152,8 @@ SHOPIFY_WEBHOOK_SECRETS = env.list("SHOPIFY_WEBHOOK_SECRETS", default=[])
 SHOPIFY_SHOP_DOMAINS = env.list("SHOPIFY_SHOP_DOMAINS", default=["elbkerzen.myshopify.com"])
 STRIPE_WEBHOOK_SECRETS = env.list("STRIPE_WEBHOOK_SECRETS", default=[])
 STRIPE_WEBHOOK_TOLERANCE = env.int("STRIPE_WEBHOOK_TOLERANCE", default=300)
+# The Checkout Session metadata key carrying the shop's own marketing opt-in (true/yes/1/opt_in).
+STRIPE_CONSENT_METADATA_KEY = env.str("STRIPE_CONSENT_METADATA_KEY", default="marketing_consent")
 WEBHOOK_MAX_BODY_BYTES = env.int("WEBHOOK_MAX_BODY_BYTES", default=5 * 1024 * 1024)
 # request.body refuses larger bodies with a 400 before our 413 check could answer.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(WEBHOOK_MAX_BODY_BYTES + 1, 2_621_440)

@@ -2,6 +2,7 @@
 
 import json
 import random
+import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -25,7 +26,10 @@ from tests.signing import post_shopify, post_stripe
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SAMPLES = Path(checkouts.__file__).parent / "samples"
+# Stripe's own Checkout Session fixture, nulls included (its source: the README next to it).
+STRIPE_SESSION = Path(__file__).parent / "fixtures/stripe/checkout_session.json"
 EMAIL = "kundin@example.com"
+RECOVERY_URL = "https://buy.stripe.com/r/test_demo0001"
 
 
 def checkout_body(minutes_ago: float = 120, **changes) -> dict:
@@ -295,12 +299,43 @@ def test_tampered_unsubscribe_link_is_rejected(client):
     assert not SuppressedAddress.objects.exists()
 
 
+def stripe_event(
+    session: dict | None = None, event_type: str = "checkout.session.expired", **changes
+) -> dict:
+    """Stripe's published session (or `session`) with `changes`, in an event envelope."""
+    session = session if session is not None else json.loads(STRIPE_SESSION.read_text())
+    session.update(changes)
+    return {
+        "id": f"evt_test_{uuid.uuid4().hex[:24]}",
+        "object": "event",
+        "api_version": "2026-10-28",
+        "created": int(timezone.now().timestamp()),
+        "livemode": False,
+        "type": event_type,
+        "data": {"object": session},
+    }
+
+
+def stripe_session(**changes) -> dict:
+    """The published session as a German shop's expired one: 40 €, a recovery link, no
+    `consent` from Stripe (US only) and no consent recorded by the shop yet."""
+    session = json.loads(STRIPE_SESSION.read_text())
+    session.update(
+        status="expired",
+        amount_total=4000,
+        currency="eur",
+        customer_details={**session["customer_details"], "email": EMAIL},
+    )
+    session["after_expiration"]["recovery"]["url"] = RECOVERY_URL
+    session.update(changes)
+    return session
+
+
 def stripe_expired(consent: str = "opt_in", **session) -> dict:
-    event = json.loads((SAMPLES / "stripe/checkout_session_expired.json").read_text())
-    event["created"] = int(timezone.now().timestamp())
-    event["data"]["object"]["consent"]["promotions"] = consent
-    event["data"]["object"].update(session)
-    return event
+    """An expired session whose `consent.promotions` Stripe filled in (a US merchant)."""
+    return stripe_event(
+        stripe_session(consent={"promotions": consent, "terms_of_service": None}, **session)
+    )
 
 
 def test_stripe_expiry_with_consent_is_evaluated_at_once_on_the_default_margin(
@@ -312,7 +347,7 @@ def test_stripe_expiry_with_consent_is_evaluated_at_once_on_the_default_margin(
     assert decision.margin == Decimal("16.00")  # 40 € × the default 40 %
     assert decision.arm in {"plain", "discount"}
     (message,) = mail.outbox
-    assert "https://buy.stripe.com/r/test_demo0001" in message.body
+    assert RECOVERY_URL in message.body
 
 
 def test_stripe_expiry_without_consent_sends_nothing(client, run_worker, shop):
@@ -323,10 +358,7 @@ def test_stripe_expiry_without_consent_sends_nothing(client, run_worker, shop):
 
 
 def test_stripe_completed_session_is_never_reminded(client, run_worker, shop):
-    completed = stripe_expired()
-    completed["id"] = "evt_completed"
-    completed["type"] = "checkout.session.completed"
-    completed["data"]["object"]["status"] = "complete"
+    completed = stripe_event(stripe_session(status="complete"), "checkout.session.completed")
     post_stripe(client, completed)
     run_worker()
     post_stripe(client, stripe_expired())
@@ -381,5 +413,5 @@ def test_parse_stripe_session_reads_consent_email_link_and_amount():
     assert version.accepts_marketing is True
     assert version.email == EMAIL
     assert version.total_price == Decimal("40.00")
-    assert version.recovery_url == "https://buy.stripe.com/r/test_demo0001"
+    assert version.recovery_url == RECOVERY_URL
     assert isinstance(version.updated_at, datetime)

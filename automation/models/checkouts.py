@@ -28,6 +28,20 @@ class CheckoutState(models.Model):
     shop_domain = models.CharField(verbose_name=_("shop domain"), max_length=255, blank=True)
     email = models.EmailField(verbose_name=_("email"), max_length=254, blank=True)
     first_name = models.CharField(verbose_name=_("first name"), max_length=100, blank=True)
+    customer_id_ref = models.CharField(
+        verbose_name=_("customer id ref"),
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text=_("Pseudonym of the Shopify customer id, so a redaction request finds it."),
+    )
+    phone_ref = models.CharField(
+        verbose_name=_("phone ref"),
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text=_("Pseudonym of the customer's phone number, so a redaction request finds it."),
+    )
     accepts_marketing = models.BooleanField(
         verbose_name=_("accepts marketing"),
         default=False,

@@ -81,6 +81,25 @@ class Delivery(models.Model):
         db_index=True,
         help_text=_("Pseudonym of the customer's e-mail, so a redaction request finds the body."),
     )
+    # Shopify's customers/redact names the customer by id and may carry only a phone
+    # (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance): keep a pseudonym
+    # of each, so the request finds the body whichever of them it carries.
+    customer_id_ref = models.CharField(
+        verbose_name=_("customer id ref"),
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text=_("Pseudonym of the Shopify customer id, so a redaction request finds the body."),
+    )
+    phone_ref = models.CharField(
+        verbose_name=_("phone ref"),
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text=_(
+            "Pseudonym of the customer's phone number, so a redaction request finds the body."
+        ),
+    )
     duplicate_count = models.PositiveIntegerField(
         verbose_name=_("duplicate count"),
         default=0,
