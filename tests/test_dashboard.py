@@ -362,6 +362,7 @@ def test_the_last_reconciliation_and_its_corrections_are_shown(staff_client, set
 
 def test_subscriptions_say_not_configured_without_an_admin_token(settings):
     settings.SHOPIFY_ADMIN_TOKEN = ""
+    settings.SHOPIFY_CLIENT_ID = ""  # nor client credentials of a Dev Dashboard app
 
     health = dashboard.webhook_subscriptions(None)
 
