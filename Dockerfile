@@ -19,5 +19,7 @@ RUN mkdir -p /tmp/prometheus
 
 EXPOSE 8000
 # Four sync workers with persistent DB connections (CONN_MAX_AGE) and one Redis pool each.
+# Sync workers need a buffering proxy in front (gunicorn's deployment guide): docker-compose.yml
+# publishes only nginx (deploy/nginx/default.conf.template), never this port.
 CMD ["gunicorn", "elbkerzen.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", \
      "--access-logfile", "-", "--timeout", "30"]

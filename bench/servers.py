@@ -200,6 +200,11 @@ def install_signal_handlers() -> None:
     signal.signal(signal.SIGHUP, stop)
 
 
+def nginx_binary() -> str | None:
+    """Debian's nginx, also when /usr/sbin is not on PATH (a non-root shell)."""
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+
+
 def render_template(text: str, environment: Mapping[str, str]) -> str:
     """Fill in a template the way the nginx image does at start: set variables only."""
     return TEMPLATE_VARIABLE.sub(lambda m: environment.get(m.group(2), m.group(0)), text)
@@ -245,7 +250,9 @@ def start_nginx(
     The same template docker-compose.yml mounts, filled in as the image does, with the
     upstream and the listening port being the only differences.
     """
-    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    binary = nginx_binary()
+    if binary is None:
+        raise RuntimeError("nginx is not installed (apt-get install nginx)")
     port = free_port()
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)  # run as root, nginx's workers run as nobody and must read in here

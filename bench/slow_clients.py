@@ -19,7 +19,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.env import ROOT, RUN_DIR, SECRET, SHOP
-from bench.servers import Processes, start_gunicorn, start_nginx
+from bench.servers import Processes, nginx_binary, start_gunicorn, start_nginx
 
 SLOW = 200
 RATE = 10.0
@@ -293,7 +292,7 @@ async def attack(
 
 
 def nginx_version() -> str:
-    binary = shutil.which("nginx")
+    binary = nginx_binary()
     if not binary:
         return "not installed"
     out = subprocess.run([binary, "-v"], capture_output=True, text=True, check=False)
@@ -302,12 +301,12 @@ def nginx_version() -> str:
 
 def require_nginx() -> None:
     """nginx must be there; as root it is installed from Debian's packages, as .ci/run does."""
-    if shutil.which("nginx"):
+    if nginx_binary():
         return
     if os.geteuid() == 0:
         print("nginx missing: installing Debian's package (apt-get install -y nginx)", flush=True)
         subprocess.run(["apt-get", "install", "-y", "-qq", "nginx"], check=False)
-    if not shutil.which("nginx"):
+    if not nginx_binary():
         raise SystemExit("nginx is needed (apt-get install nginx)")
 
 

@@ -13,7 +13,6 @@ missing nginx fails the test instead.
 
 import asyncio
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from bench.servers import Processes, Server, start_gunicorn, start_nginx
+from bench.servers import Processes, Server, nginx_binary, start_gunicorn, start_nginx
 from bench.slow_clients import LIMIT_S, attack
 from tests.signing import SECRET, SHOP
 
@@ -36,7 +35,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(scope="module", autouse=True)
 def _nginx_installed() -> None:
-    if shutil.which("nginx"):
+    if nginx_binary():
         return
     if os.environ.get("CI") == "true":
         pytest.fail("nginx is missing under CI=true; .ci/run installs it (apt-get install nginx)")
