@@ -35,7 +35,10 @@ from .standins import SHOPIFY_TOKEN, ChaosAds, MailSink, free_port, shopify_admi
 
 logger = logging.getLogger(__name__)
 
-DELIVERY_JOB_TIMEOUT = 6  # covers a job's in-job Ads retries (backoff capped at 0.2 s)
+# RQ kills a delivery job after this; its Ads calls stop ADS_JOB_MARGIN earlier and leave the rest
+# to the job's RQ retry (DELIVERY_RETRY_INTERVALS below), so RQ never kills one mid-retry.
+DELIVERY_JOB_TIMEOUT = 6
+ADS_JOB_MARGIN = 1
 SWEEP_AFTER = 5
 
 
@@ -186,6 +189,7 @@ class Harness:
             "ADS_BACKOFF_BASE": "0.05",
             "ADS_BACKOFF_CAP": "0.2",
             "DELIVERY_JOB_TIMEOUT": str(DELIVERY_JOB_TIMEOUT),
+            "ADS_JOB_MARGIN": str(ADS_JOB_MARGIN),
             "DELIVERY_RETRY_INTERVALS": "1,1,2,2,3",
             "REMINDER_RETRY_INTERVALS": "1,2,3",
             "DELIVERY_SWEEP_AFTER": str(SWEEP_AFTER),

@@ -372,6 +372,10 @@ def _faults(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
             f"{sum(injected.values())} / {transient} / {injected['long_rate_limited']}"
             f" / {injected['permanent']}",
         ),
+        Row(
+            "  transient: concurrent modification / rate exceeded",
+            f"{injected['concurrent_modification']} / {injected['rate_exceeded']}",
+        ),
     ]
     if scenario.outage is not None:
         outage = facts.outage

@@ -29,7 +29,19 @@ from tests.shopify_standin import TOKEN, ShopifyStandIn
 from . import shop
 
 STATUS_NAMES = {2: "ENABLED", 3: "PAUSED"}  # AdGroupStatusEnum values
-TRANSIENT_KINDS = ("transient", "transient", "internal", "rate_limited")
+# The transient answers of tests/ads_standin.py, each with its source there:
+# UNAVAILABLE/TRANSIENT_ERROR, INTERNAL_ERROR, RESOURCE_TEMPORARILY_EXHAUSTED (no delay named),
+# DatabaseError.CONCURRENT_MODIFICATION ("Retry the request"), and QuotaError.RESOURCE_EXHAUSTED
+# without a retry_delay (retried in Google's examples/error_handling/handle_rate_exceeded_error.py;
+# the adapter leaves it to the job's RQ retries).
+TRANSIENT_KINDS = (
+    "transient",
+    "transient",
+    "internal",
+    "rate_limited",
+    "concurrent_modification",
+    "rate_exceeded",
+)
 LONG_RETRY_DELAY = 2  # seconds: longer than the run's ADS_BACKOFF_CAP, so no in-job retry
 HOLD_TIMEOUT = 30.0
 
@@ -45,9 +57,10 @@ class ChaosAds(AdsStandIn):
     """AdGroupService with transient failures for a share of calls and one broken ad group.
 
     Transient failures are the kinds the adapter retries inside the job (a rate limit here
-    names no retry delay). `long_rate_limit_rate` adds RESOURCE_TEMPORARILY_EXHAUSTED answers
-    whose retry delay exceeds the backoff cap: the adapter then stops at once and leaves the
-    retry to whoever called it.
+    names no retry delay), besides RESOURCE_EXHAUSTED, which it leaves to the job's RQ retries.
+    `long_rate_limit_rate` adds RESOURCE_TEMPORARILY_EXHAUSTED answers whose retry delay
+    exceeds the backoff cap: the adapter then stops at once and leaves the retry to whoever
+    called it.
     """
 
     def __init__(self, transient_rate: float, long_rate_limit_rate: float, seed: int) -> None:
