@@ -12,6 +12,7 @@ missing nginx fails the test instead.
 """
 
 import asyncio
+import http.client
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from bench.servers import Processes, Server, nginx_binary, start_gunicorn, start_nginx
-from bench.slow_clients import LIMIT_S, attack
+from bench.slow_clients import LIMIT_S, attack, delivery
 from tests.signing import SECRET, SHOP
 
 SLOW = 20  # five times the workers
@@ -95,6 +96,16 @@ def test_behind_the_committed_nginx_config_every_webhook_is_answered_within_a_se
     assert result.slow_held_at_end == SLOW, "the proxy cut slow clients: they held nothing"
     assert result.statuses == {"200": result.sent}, result.statuses
     assert result.passed, f"answered within {LIMIT_S} s: {result.within_limit}/{result.sent}"
+
+    # A delivery sent chunked reaches gunicorn with its length: nginx buffers the body and
+    # sends Content-Length upstream (finding 7: "behind the proxy it arrives with a length").
+    head, body = delivery(proxy.port, 0, "chunked", SECRET, SHOP).split(b"\r\n\r\n", 1)
+    headers = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:])
+    del headers["Content-Length"]
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    conn.request("POST", "/webhooks/shopify/", body=iter([body]), headers=headers)  # chunked
+    assert conn.getresponse().status == 200
+    conn.close()
 
 
 def test_straight_to_gunicorn_the_same_slow_clients_starve_the_webhooks(gunicorn):
