@@ -131,6 +131,12 @@ def test_the_proxy_runs_the_committed_template_with_every_variable_set(compose):
     assert proxy["ports"] == [f"80:{proxy['environment']['ELBKERZEN_LISTEN']}"]
 
 
+def test_web_counts_the_address_the_proxy_saw(compose):
+    """One proxy in front: throttling reads the caller from the X-Forwarded-For it sets."""
+    assert compose["services"]["web"]["environment"]["TRUSTED_PROXY_COUNT"] == "1"
+    assert "proxy_set_header X-Forwarded-For $remote_addr;" in NGINX_TEMPLATE.read_text()
+
+
 def test_the_proxy_takes_every_body_the_intake_takes():
     size = re.search(r"client_max_body_size (\d+)m;", NGINX_TEMPLATE.read_text())
     assert size, "client_max_body_size must be set (nginx's default is 1 MiB)"
