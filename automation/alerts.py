@@ -40,5 +40,8 @@ def send(subject: str, body: str) -> bool:
 def delivery_dead(delivery: Delivery) -> None:
     """Tell the merchant a delivery was given up; the row already says dead."""
     context = {"delivery": delivery, "admin_url": admin_url(delivery)}
+    # A text/plain body: Django's templates escape for HTML unless told otherwise, so the
+    # template wraps itself in {% autoescape off %} (https://docs.djangoproject.com/en/5.2/ref/
+    # templates/builtins/#autoescape); else an error quoting `"` arrives as `&quot;`.
     subject = f"[Elbkerzen] Delivery gave up: {delivery.source} {delivery.topic} #{delivery.pk}"
     send(subject, render_to_string("automation/email/delivery_dead.txt", context))
