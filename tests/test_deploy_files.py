@@ -241,3 +241,22 @@ def test_histograms_of_two_containers_with_the_same_pid_both_reach_metrics(tmp_p
         if s.name == "elbkerzen_job_seconds_count" and dict(s.labels).get("job") == "probe"
     ]
     assert counts == [2.0]
+
+
+def test_gunicorn_forgets_a_dead_workers_live_gauges_by_host_and_pid(tmp_path, monkeypatch):
+    import runpy
+    from types import SimpleNamespace
+
+    from automation.metrics_process import process_identifier
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    dead = tmp_path / f"gauge_livesum_{process_identifier(4242)}.db"
+    alive = tmp_path / f"gauge_livesum_{process_identifier(4243)}.db"
+    dead.touch()
+    alive.touch()
+    config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+
+    config["child_exit"](None, SimpleNamespace(pid=4242))
+
+    assert not dead.exists()
+    assert alive.exists()
