@@ -87,7 +87,7 @@ def test_the_build_context_leaves_out_secrets_local_data_and_caches(path):
         "gunicorn.conf.py",
         "automation/models/__init__.py",
         "elbkerzen/settings.py",
-        "templates/automation/reminder.html",
+        "templates/automation/dashboard.html",
         ".env.example",
     ],
 )
