@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_rq",
+    "axes",
     "automation",
 ]
 
@@ -46,6 +47,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a lockout flagged during the login into a 429.
+    "axes.middleware.AxesMiddleware",
+]
+
+# django-axes' backend first: it refuses a locked-out username before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "elbkerzen.urls"
@@ -116,16 +125,20 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
-# --- REST API: token authentication, staff only -----------------------------------------------
+# --- REST API: token authentication, staff with the model's permissions -------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "automation.api.authentication.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    # Both must pass: staff, and the Django permission the admin would ask for (view for reads).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAdminUser",
+        "automation.api.permissions.ModelPermissions",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
-    "PAGE_SIZE": 100,
+    # Page size and its maximum: automation/api/pagination.py.
+    "DEFAULT_PAGINATION_CLASS": "automation.api.pagination.LimitOffsetPagination",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
@@ -139,6 +152,28 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- Brute-force protection -------------------------------------------------------------------
+# Reverse proxies in front of gunicorn that set or append the caller's address in
+# X-Forwarded-For (nginx: `$remote_addr` or `$proxy_add_x_forwarded_for`). 0: the caller is
+# REMOTE_ADDR and X-Forwarded-For is ignored, since anyone can send one. N: the N-th address
+# from the right, the one our own outermost proxy saw (automation/api/authentication.client_ip).
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+# django-axes (https://django-axes.readthedocs.io/en/latest/4_configuration.html): after
+# AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is refused
+# with 429 for AXES_COOLOFF_TIME. Username and address together, so a stranger cannot lock the
+# merchant out from the shop's own network. `manage.py axes_reset` lifts every lockout.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+# In hours: axes reads a float as hours.
+AXES_COOLOFF_TIME = env.int("LOGIN_COOLOFF_MINUTES", default=15) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "automation.api.authentication.client_ip"
+# Wrong API tokens: after API_AUTH_FAILURE_LIMIT of them from one address within
+# API_AUTH_FAILURE_WINDOW seconds, every token from that address (a correct one too) gets 429
+# with Retry-After until the window ends. Counted in Redis, shared by all gunicorn workers.
+API_AUTH_FAILURE_LIMIT = env.int("API_AUTH_FAILURE_LIMIT", default=10)
+API_AUTH_FAILURE_WINDOW = env.int("API_AUTH_FAILURE_WINDOW", default=60)
 
 # --- Redis and RQ -------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")

@@ -1,10 +1,14 @@
-"""The REST API: staff only, the admin's rules, promotions scheduled in RQ, replays queued."""
+"""The REST API: staff only, the admin's rules, promotions scheduled in RQ, replays queued.
+
+Who may do what beyond staff status (model permissions, page size, token throttling):
+tests/test_api_permissions.py and tests/test_throttling.py.
+"""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -37,7 +41,10 @@ ENDPOINTS = [
 
 
 def client_for(*, is_staff: bool) -> APIClient:
+    """A token client whose user holds every permission of the automation app, like the
+    merchant's operators: staff status decides (no permissions: tests/test_api_permissions.py)."""
     user = User.objects.create_user(f"user-{is_staff}", is_staff=is_staff)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="automation"))
     client = APIClient()
     client.default_format = "json"  # as API clients send it (a form post omits false booleans)
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
@@ -74,7 +81,7 @@ def test_a_valid_token_of_a_non_staff_user_gets_403(url):
 
 
 @pytest.mark.parametrize("url", ENDPOINTS)
-def test_staff_with_a_token_get_200(url, staff):
+def test_staff_with_a_token_and_the_permissions_get_200(url, staff):
     assert staff.get(url).status_code == 200
 
 

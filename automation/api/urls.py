@@ -1,15 +1,17 @@
 """API routes: the resources, their OpenAPI schema and a browsable view of it (staff only).
 
-The schema views use the API's own authentication and permission (staff) instead of
-drf-spectacular's SERVE_PERMISSIONS default (anyone). The Swagger page takes its assets from
+The schema views use the API's own authentication and are for staff, instead of
+drf-spectacular's SERVE_PERMISSIONS default (anyone); they describe the API and hold no rows,
+so they ask for no model permission. Every resource asks for its model's permissions
+(settings.REST_FRAMEWORK, automation/api/permissions.py). The Swagger page takes its assets from
 SPECTACULAR_SETTINGS["SWAGGER_UI_DIST"]: a CDN by default, the local drf-spectacular-sidecar
 package with "SIDECAR". DRF's own browsable renderer serves /api/ and every resource offline.
 """
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import IsAdminUser
 from rest_framework.routers import DefaultRouter
-from rest_framework.settings import api_settings
 
 from . import views
 
@@ -21,7 +23,7 @@ router.register("deliveries", views.DeliveryViewSet, basename="delivery")
 router.register("ad-group-actions", views.AdGroupActionViewSet, basename="ad-group-action")
 router.register("reminder-decisions", views.ReminderDecisionViewSet, basename="reminder-decision")
 
-staff_only = {"permission_classes": api_settings.DEFAULT_PERMISSION_CLASSES}
+staff_only = {"permission_classes": [IsAdminUser]}
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(**staff_only), name="api-schema"),

@@ -5,12 +5,14 @@ from drf_spectacular.utils import extend_schema, extend_schema_view, inline_seri
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
+from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import inbox, promotions
 from ..models import AdGroupAction, Delivery, MarginRule, Promotion, ReminderDecision, WatchedItem
 from . import serializers as api
+from .permissions import ChangePermission
 
 _detail = inline_serializer("Detail", {"detail": serializers.CharField()})
 
@@ -67,9 +69,12 @@ class DeliveryViewSet(QueryFilterMixin, viewsets.ReadOnlyModelViewSet):
     filter_class = api.DeliveryFilter
 
     @extend_schema(request=None, responses={202: _detail, 409: _detail})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser, ChangePermission])
     def replay(self, request: Request, pk: str | None = None) -> Response:
-        """Send a failed or dead delivery through the same path again, like the admin action."""
+        """Send a failed or dead delivery through the same path again, like the admin action.
+
+        It changes the row (status, error, attempts), so it asks for `change`, as the admin's
+        replay action does."""
         delivery = self.get_object()
         if not inbox.replay([delivery.pk]):
             raise NotReplayable(
