@@ -502,3 +502,13 @@ def test_the_static_token_is_refused_when_the_shop_only_knows_client_credentials
 
     assert caught.value.status == 401
     assert dev_shop.token_requests == []  # a static token cannot be renewed
+
+
+def test_a_token_living_less_than_the_margin_is_used_once_and_not_kept(dev_shop, clock):
+    dev_shop.token_lifetime = TOKEN_RENEW_MARGIN - 1
+    tokens = credentials(dev_shop, clock)
+
+    first, second = tokens.current(), tokens.current()
+
+    assert first != second
+    assert len(dev_shop.token_requests) == 2

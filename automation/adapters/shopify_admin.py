@@ -340,6 +340,8 @@ class ClientCredentialsTokens:
         )
         self.fetched += 1
         keep = token.expires_in - self._margin
+        # A token shorter-lived than the margin (never seen: Shopify documents 86399 s) is used
+        # for this one request and not kept.
         if keep > 0:
             self._memo = (token.value, self._clock() + keep)
             if self._cache is not None:
