@@ -20,6 +20,12 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from redis.exceptions import RedisError
 
+from . import metrics_process
+
+# Before the first metric exists: each process's files are named by host and pid, so web,
+# worker and cron containers can share one PROMETHEUS_MULTIPROC_DIR (metrics_process's why).
+metrics_process.name_files_by_host_and_pid()
+
 INTAKE_SECONDS = Histogram(
     "elbkerzen_intake_seconds",
     "Time to verify, store and enqueue one webhook delivery.",
