@@ -2,19 +2,32 @@
 
 A delivery and a checkout carry pseudonyms of the customer's e-mail, Shopify customer id and
 phone number, so `customers/redact` finds them by whichever of the three the request names.
+
+Shopify signs only the body: the topic and shop headers travel unsigned, so a captured body
+of any topic can be re-sent under a privacy topic. Each handler therefore checks that the body
+has its topic's shape and names the shop of the delivery's header (a mismatch ends `invalid`
+with the reason), and `shop/redact`, which wipes the whole shop, also asks the shop's Admin API
+whether our access really ended before it deletes anything.
 """
 
+import enum
 import hashlib
 import json
+import logging
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Q
 
+from . import alerts, claims, reconcile, shopify_access
+from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
 from .exceptions import InvalidPayload
 from .inbox import Outcome, handles
 from .models import CheckoutState, DataRequest, Delivery, ReminderDecision
+
+logger = logging.getLogger(__name__)
 
 # A phone number needs at least this many digits to be a usable key (shorter ones would join
 # unrelated customers).
@@ -87,6 +100,18 @@ def _payload(delivery: Delivery) -> dict:
     return payload
 
 
+def check_shop(topic: str, named: str, header: str) -> None:
+    """The body's `shop_domain` must be the shop of the delivery's (unsigned) header.
+
+    Shopify's privacy payloads name their shop (`shop_domain`, e.g. `{shop}.myshopify.com`:
+    https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance), and the
+    `X-Shopify-Shop-Domain` header is the same myshopify domain. A body that names another shop
+    was captured elsewhere and re-sent with our shop's header, so it is refused as invalid.
+    """
+    if named.strip().lower() != header.strip().lower():
+        raise InvalidPayload(f"{topic} body names shop {named.strip()!r}, header {header!r}")
+
+
 @dataclass(frozen=True)
 class RedactRequest:
     """A `customers/redact` body, checked: the customer by id, and e-mail or phone if sent."""
@@ -141,6 +166,7 @@ def handle_customer_redact(delivery: Delivery) -> Outcome:
     """Delete the customer's checkouts and decisions, drop their raw bodies; by id, e-mail or
     phone, whichever the request carries."""
     request = parse_customer_redact(_payload(delivery))
+    check_shop("customers/redact", request.shop_domain, delivery.shop_domain)
     refs = customer_refs(request.email, request.customer_id, request.phone)
     checkout_match = Q(customer_id_ref=refs["customer_id_ref"])
     body_match = Q(customer_id_ref=refs["customer_id_ref"])
@@ -172,9 +198,119 @@ def handle_customer_redact(delivery: Delivery) -> Outcome:
     )
 
 
+# --- shop/redact ---------------------------------------------------------------------------
+
+# Shopify's client credentials grant answers a shop that no longer has the app installed with
+# HTTP 400 `app_not_installed` ("The application is not installed on this shop."), as reported
+# on Shopify's developer forum
+# (https://community.shopify.dev/t/client-credentials-grant-returning-app-not-installed-error-despite-app-being-installed/33287).
+APP_NOT_INSTALLED = "app_not_installed"
+# Admin API answers that mean our access ended: 401 (the token was revoked at uninstall) and
+# 403 (https://shopify.dev/docs/api/usage/response-codes).
+ACCESS_ENDED_STATUSES = frozenset({401, 403})
+# The cheapest question the Admin API answers with any valid token: the shop's id needs no
+# access scope (https://shopify.dev/docs/api/admin-graphql/latest/queries/shop).
+SHOP_QUERY = "query ShopId { shop { id } }"
+# One alert per shop in this period, however often a refused `shop/redact` arrives (a replayed
+# body would otherwise mail the merchant once per copy).
+REFUSED_ALERT_EVERY = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class ShopRedactRequest:
+    """A `shop/redact` body, checked: the shop by id and by its myshopify domain."""
+
+    shop_id: int
+    shop_domain: str
+
+
+def parse_shop_redact(payload: dict, header_shop: str) -> ShopRedactRequest:
+    """Check a `shop/redact` body's shape and shop; InvalidPayload when it is not one.
+
+    Shopify documents the payload as `{"shop_id": 954889, "shop_domain": "{shop}.myshopify.com"}`
+    (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance, "shop/redact").
+    Both must be there and `shop_domain` must be the header's shop: an `inventory_levels/update`
+    body re-sent as `shop/redact` carries neither, and wipes nothing.
+    """
+    shop_id = payload.get("shop_id")
+    if type(shop_id) is not int or not 0 < shop_id < 2**63:
+        raise InvalidPayload("not a shop/redact body: shop_id must be a positive integer")
+    shop_domain = payload.get("shop_domain")
+    if not isinstance(shop_domain, str) or not shop_domain.strip():
+        raise InvalidPayload("not a shop/redact body: missing shop_domain")
+    check_shop("shop/redact", shop_domain, header_shop)
+    return ShopRedactRequest(shop_id=shop_id, shop_domain=shop_domain.strip().lower())
+
+
+class AdminAccess(enum.StrEnum):
+    """What the shop's Admin API says about our access."""
+
+    ENDED = "ended"  # 401/403, or the app is no longer installed: the uninstall is real
+    ACTIVE = "active"  # the shop answered: we are still installed
+    UNCONFIRMED = "unconfirmed"  # we cannot ask (not configured, refused credentials, 404...)
+
+
+@dataclass(frozen=True)
+class AccessCheck:
+    """The answer and, for the delivery's note and the alert, why."""
+
+    access: AdminAccess
+    reason: str
+
+
+class AccessCheckUnavailable(Exception):
+    """The Admin API could not answer now (5xx, network, throttled): the job retries."""
+
+
+def check_admin_access() -> AccessCheck:
+    """Ask the shop's Admin API whether our access still works, without changing anything.
+
+    Uses the one configured Admin client (static token or client credentials,
+    reconcile.admin_client). Raises AccessCheckUnavailable when the answer may change by
+    waiting, so the delivery is retried instead of refused or carried out.
+    """
+    client = reconcile.admin_client()
+    if client is None:
+        return AccessCheck(
+            AdminAccess.UNCONFIRMED,
+            "Shopify Admin API not configured, so the uninstall cannot be confirmed "
+            f"(set {shopify_access.missing_settings()})",
+        )
+    try:
+        # The adapter has no public read of the shop yet: its GraphQL call, read-only.
+        client._execute(SHOP_QUERY, {}, kind="shop")
+    except ShopifyCredentialsError as err:
+        if err.code == APP_NOT_INSTALLED:
+            return AccessCheck(AdminAccess.ENDED, "the app is no longer installed on the shop")
+        return AccessCheck(AdminAccess.UNCONFIRMED, f"Shopify refused the credentials: {err}")
+    except ShopifyAdminError as err:
+        if err.status in ACCESS_ENDED_STATUSES:
+            return AccessCheck(
+                AdminAccess.ENDED, f"the shop's Admin API refuses our access (HTTP {err.status})"
+            )
+        if err.status is not None and 400 <= err.status < 500 and err.status != 429:
+            return AccessCheck(AdminAccess.UNCONFIRMED, f"Shopify Admin API: {err}")
+        raise AccessCheckUnavailable(
+            f"could not ask the shop's Admin API whether our access ended: {err}"
+        ) from err
+    finally:
+        client.close()
+    return AccessCheck(AdminAccess.ACTIVE, "the shop's Admin API still accepts our access")
+
+
 @handles("shopify", "shop/redact")
 def handle_shop_redact(delivery: Delivery) -> Outcome:
-    """Delete everything we keep of the shop: checkouts, decisions, deliveries."""
+    """Delete everything we keep of the shop, once its body and the Admin API agree.
+
+    Shopify sends `shop/redact` 48 hours after the app was uninstalled
+    (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance). So before wiping,
+    the shop's Admin API must refuse us (our access ended); while it still answers, the request
+    is refused, nothing is deleted and the merchant is told.
+    """
+    request = parse_shop_redact(_payload(delivery), delivery.shop_domain)
+    check = check_admin_access()
+    if check.access is not AdminAccess.ENDED:
+        return _refuse_shop_redact(delivery, request, check)
     shop = delivery.shop_domain
     with transaction.atomic():
         checkouts, _ = CheckoutState.objects.filter(shop_domain=shop).delete()
@@ -182,22 +318,102 @@ def handle_shop_redact(delivery: Delivery) -> Outcome:
         deliveries, _ = Delivery.objects.filter(shop_domain=shop).exclude(pk=delivery.pk).delete()
         Delivery.objects.filter(pk=delivery.pk).update(body=None)
     return Outcome(
-        Delivery.Status.DONE, f"shop redacted: {checkouts} checkout rows, {deliveries} deliveries"
+        Delivery.Status.DONE,
+        f"shop redacted ({check.reason}): {checkouts} checkout rows, {deliveries} deliveries",
+    )
+
+
+def _refuse_shop_redact(
+    delivery: Delivery, request: ShopRedactRequest, check: AccessCheck
+) -> Outcome:
+    """Record the refusal and alert the merchant, at most once per shop and period."""
+    if check.access is AdminAccess.ACTIVE:
+        note = f"shop/redact refused, nothing deleted: {check.reason} (the app is still installed)"
+    else:
+        note = f"shop/redact refused, nothing deleted: {check.reason}"
+    logger.warning("delivery %s: %s", delivery.pk, note)
+    key = f"shop-redact-refused:{request.shop_domain}"
+    if not claims.claim_once(key, REFUSED_ALERT_EVERY):
+        return Outcome(Delivery.Status.REFUSED, f"{note}; merchant already alerted")
+    subject = f"[Elbkerzen] shop/redact refused for {request.shop_domain}"
+    if not alerts.send(subject, _refusal_text(delivery, note)):
+        claims.release(key)  # the next refusal tries again
+        return Outcome(Delivery.Status.REFUSED, f"{note}; the alert could not be sent")
+    return Outcome(Delivery.Status.REFUSED, f"{note}; merchant alerted")
+
+
+def _refusal_text(delivery: Delivery, note: str) -> str:
+    return (
+        "A signed shop/redact request asked us to delete every record of your shop.\n"
+        "Shopify sends it 48 hours after the app was uninstalled, but we could not confirm "
+        "that the app was uninstalled, so nothing was deleted.\n\n"
+        f"Shop:        {delivery.shop_domain}\n"
+        f"Webhook id:  {delivery.webhook_id or '-'}\n"
+        f"Reason:      {note}\n\n"
+        "If you did not uninstall the app, someone may have re-sent an old request: nothing "
+        "needs to be done. If you did uninstall it, check the Shopify Admin API settings; "
+        "while the Admin API refuses our access, the next shop/redact deletes the data.\n"
+        f"{alerts.admin_url(delivery)}"
+    )
+
+
+# --- customers/data_request -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataRequestBody:
+    """A `customers/data_request` body, checked."""
+
+    shop_domain: str
+    request_id: int
+    customer_id: int
+    email: str = ""
+    orders_requested: tuple = ()
+
+
+def parse_data_request(payload: dict, header_shop: str) -> DataRequestBody:
+    """Check a `customers/data_request` body's shape and shop; InvalidPayload when it is not one.
+
+    Shopify documents `shop_id`, `shop_domain`, `orders_requested`, `customer {id, email, phone}`
+    and `data_request {id}` (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance,
+    "customers/data_request"). The shop, the customer's id and the request's id must be there.
+    """
+    shop_domain = payload.get("shop_domain")
+    if not isinstance(shop_domain, str) or not shop_domain.strip():
+        raise InvalidPayload("not a customers/data_request body: missing shop_domain")
+    check_shop("customers/data_request", shop_domain, header_shop)
+    customer = payload.get("customer")
+    customer_id = shopify_customer_id(customer.get("id")) if isinstance(customer, dict) else None
+    if customer_id is None:
+        raise InvalidPayload("not a customers/data_request body: missing customer.id")
+    data_request = payload.get("data_request")
+    request_id = data_request.get("id") if isinstance(data_request, dict) else None
+    if type(request_id) is not int or not 0 < request_id < 2**63:
+        raise InvalidPayload("not a customers/data_request body: missing data_request.id")
+    orders = payload.get("orders_requested", [])
+    if not isinstance(orders, list):
+        raise InvalidPayload("customers/data_request needs orders_requested (a list)")
+    email = customer.get("email")
+    return DataRequestBody(
+        shop_domain=shop_domain.strip().lower(),
+        request_id=request_id,
+        customer_id=customer_id,
+        email=email.strip()[:254] if isinstance(email, str) else "",
+        orders_requested=tuple(orders),
     )
 
 
 @handles("shopify", "customers/data_request")
 def handle_data_request(delivery: Delivery) -> Outcome:
     """Record the request so the merchant can answer it from the admin."""
-    payload = _payload(delivery)
-    customer = payload.get("customer") if isinstance(payload.get("customer"), dict) else {}
-    email = customer.get("email") if isinstance(customer.get("email"), str) else ""
-    customer_id = customer.get("id") if type(customer.get("id")) is int else None
-    orders = payload.get("orders_requested")
+    request = parse_data_request(_payload(delivery), delivery.shop_domain)
     DataRequest.objects.create(
         shop_domain=delivery.shop_domain,
-        customer_email=email[:254],
-        customer_id=customer_id if customer_id and customer_id < 2**63 else None,
-        orders_requested=orders if isinstance(orders, list) else [],
+        customer_email=request.email,
+        customer_id=request.customer_id,
+        orders_requested=list(request.orders_requested),
     )
-    return Outcome(Delivery.Status.DONE, f"data request recorded for {mask_email(email)}")
+    return Outcome(
+        Delivery.Status.DONE,
+        f"data request {request.request_id} recorded for {mask_email(request.email)}",
+    )

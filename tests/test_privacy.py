@@ -1,15 +1,44 @@
 """Shopify's mandatory privacy topics, and masked addresses."""
 
 import json
+import time
 
 import pytest
+from django.core import mail
 
 from automation.models import CheckoutState, DataRequest, Delivery, ReminderDecision
-from automation.privacy import customer_id_ref, email_ref, mask_email, phone_ref
+from automation.privacy import (
+    REFUSED_ALERT_EVERY,
+    customer_id_ref,
+    email_ref,
+    mask_email,
+    phone_ref,
+)
+from tests.admin_shop import SHOP_REDACT, serve_admin_shop
 from tests.signing import SHOP, post_shopify
 from tests.test_checkouts import SAMPLES, checkout_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+ALERTS_TO = ["inhaber@elbkerzen.example"]
+
+
+@pytest.fixture
+def admin_shop(httpserver, settings):
+    """The shop's Admin API (static token), installed; alerts go to the merchant."""
+    settings.ALERT_EMAILS = ALERTS_TO
+    return serve_admin_shop(httpserver, settings)
+
+
+@pytest.fixture
+def dev_admin_shop(httpserver, settings, redis):
+    """The shop's Admin API reached by client credentials (a Dev Dashboard app), installed."""
+    settings.ALERT_EMAILS = ALERTS_TO
+    return serve_admin_shop(httpserver, settings, client_credentials=True)
+
+
+def alerts_sent() -> list:
+    return [message for message in mail.outbox if message.to == ALERTS_TO]
 
 
 @pytest.fixture
@@ -41,26 +70,213 @@ def test_customer_redact_deletes_checkouts_decisions_and_raw_bodies(client, run_
     assert "kundin" not in redact.last_error
 
 
-def test_shop_redact_deletes_everything_of_the_shop(client, run_worker, reminded):
-    post_shopify(client, {"shop_id": 1, "shop_domain": SHOP}, topic="shop/redact")
+def shop_kept() -> tuple[int, int, int]:
+    """(checkouts, decisions, deliveries other than shop/redact) still stored."""
+    return (
+        CheckoutState.objects.count(),
+        ReminderDecision.objects.count(),
+        Delivery.objects.exclude(topic="shop/redact").count(),
+    )
+
+
+# --- shop/redact: only after the Admin API confirms the uninstall -----------------------------
+
+
+@pytest.mark.parametrize("refusal", [401, 403], ids=["token-revoked-401", "forbidden-403"])
+def test_shop_redact_deletes_everything_once_the_admin_api_refuses_us(
+    client, run_worker, reminded, admin_shop, refusal
+):
+    # Given the app was uninstalled: the shop's Admin API refuses our token
+    if refusal == 401:
+        admin_shop.uninstall()
+    else:
+        admin_shop.script(403)
+    # When Shopify's shop/redact arrives
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
     run_worker()
+    # Then everything of the shop is gone
     assert not CheckoutState.objects.exists()
     assert not ReminderDecision.objects.exists()
-    assert list(Delivery.objects.values_list("topic", flat=True)) == ["shop/redact"]
+    redact = Delivery.objects.get()
+    assert redact.topic == "shop/redact"
+    assert redact.status == Delivery.Status.DONE, redact.last_error
+    assert f"HTTP {refusal}" in redact.last_error
+    assert not alerts_sent()
+
+
+def test_shop_redact_with_client_credentials_of_an_uninstalled_app_deletes(
+    client, run_worker, reminded, dev_admin_shop
+):
+    dev_admin_shop.uninstall()
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
+    run_worker()
+    redact = Delivery.objects.get()
+    assert redact.status == Delivery.Status.DONE, redact.last_error
+    assert "no longer installed" in redact.last_error
+    assert shop_kept() == (0, 0, 0)
+
+
+def test_shop_redact_while_the_shop_still_answers_is_refused_and_the_merchant_alerted(
+    client, run_worker, reminded, admin_shop
+):
+    """Fails before: the body alone wiped the shop."""
+    kept = shop_kept()
+    # Given the shop still answers our Admin API token (the app is installed)
+    # When a shop/redact arrives, and a copy under a fresh webhook id
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
+    run_worker()
+    # Then both are refused, nothing is deleted, and the merchant gets one alert
+    redacts = Delivery.objects.filter(topic="shop/redact")
+    assert [r.status for r in redacts] == [Delivery.Status.REFUSED] * 2
+    assert all("still accepts our access" in r.last_error for r in redacts)
+    assert shop_kept() == kept
+    (alert,) = alerts_sent()
+    assert SHOP in alert.subject and "refused" in alert.subject
+    assert "nothing was deleted" in alert.body
+    assert any(r.answer == "ok" and "shop" in r.query for r in admin_shop.requests)
+    assert REFUSED_ALERT_EVERY.total_seconds() >= 3600
+
+
+def test_shop_redact_with_client_credentials_while_installed_is_refused(
+    client, run_worker, reminded, dev_admin_shop
+):
+    kept = shop_kept()
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
+    run_worker()
+    assert Delivery.objects.get(topic="shop/redact").status == Delivery.Status.REFUSED
+    assert shop_kept() == kept
+    assert len(alerts_sent()) == 1
+
+
+def test_shop_redact_without_admin_api_access_is_refused_saying_what_to_set(
+    client, run_worker, reminded, settings
+):
+    """Fails before: wiped without asking."""
+    kept = shop_kept()
+    settings.SHOPIFY_ADMIN_TOKEN = ""
+    settings.SHOPIFY_CLIENT_ID = ""
+    settings.ALERT_EMAILS = ALERTS_TO
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
+    run_worker()
+    redact = Delivery.objects.get(topic="shop/redact")
+    assert redact.status == Delivery.Status.REFUSED
+    assert "not configured" in redact.last_error and "SHOPIFY_CLIENT_ID" in redact.last_error
+    assert shop_kept() == kept
+    (alert,) = alerts_sent()
+    assert "not configured" in alert.body
+
+
+def test_shop_redact_while_the_admin_api_fails_is_retried_not_carried_out(
+    client, run_worker, reminded, admin_shop, settings, queue
+):
+    """Fails before: wiped at once. A 503 is no answer: retry, then the uninstall is confirmed."""
+    settings.DELIVERY_RETRY_INTERVALS = [1]
+    kept = shop_kept()
+    admin_shop.script(503, 503, 503)  # the adapter's own three tries all fail
+    post_shopify(client, SHOP_REDACT, topic="shop/redact")
+    run_worker()
+    redact = Delivery.objects.get(topic="shop/redact")
+    assert redact.status == Delivery.Status.FAILED
+    assert "HTTP 503" in redact.last_error
+    assert shop_kept() == kept
+    assert not alerts_sent()
+    assert queue.scheduled_job_registry.get_job_ids() == [f"delivery-{redact.pk}"]
+
+    # When the retry comes, the Admin API refuses us: the uninstall is real
+    admin_shop.uninstall()
+    time.sleep(1.1)
+    run_worker()
+    redact.refresh_from_db()
+    assert redact.status == Delivery.Status.DONE, redact.last_error
+    assert redact.attempts == 2
+    assert shop_kept() == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"shop_domain": SHOP}, "shop_id"),
+        ({"shop_id": "954889", "shop_domain": SHOP}, "shop_id"),
+        ({"shop_id": 954889}, "shop_domain"),
+        (
+            {"shop_id": 954889, "shop_domain": "andere.myshopify.com"},
+            f"shop/redact body names shop 'andere.myshopify.com', header '{SHOP}'",
+        ),
+    ],
+)
+def test_shop_redact_of_the_wrong_shape_or_shop_is_invalid_and_deletes_nothing(
+    client, run_worker, reminded, admin_shop, body, reason
+):
+    """Fails before: any body under the shop/redact topic wiped the shop."""
+    admin_shop.uninstall()  # even then: the body must be a shop/redact for this shop
+    kept = shop_kept()
+    post_shopify(client, body, topic="shop/redact")
+    run_worker()
+    redact = Delivery.objects.get(topic="shop/redact")
+    assert redact.status == Delivery.Status.INVALID
+    assert reason in redact.last_error
+    assert shop_kept() == kept
+
+
+def test_customer_redact_naming_another_shop_is_invalid(client, run_worker, reminded):
+    """Fails before: a body from another shop redacted our customer of the same address."""
+    body = {
+        "shop_id": 1,
+        "shop_domain": "andere.myshopify.com",
+        "customer": {"id": 1, "email": "kundin@example.com"},
+        "orders_to_redact": [],
+    }
+    post_shopify(client, body, topic="customers/redact")
+    run_worker()
+    redact = Delivery.objects.get(topic="customers/redact")
+    assert redact.status == Delivery.Status.INVALID
+    assert "names shop 'andere.myshopify.com'" in redact.last_error
+    assert CheckoutState.objects.count() == 2
+
+
+# --- customers/data_request -----------------------------------------------------------------
+
+DATA_REQUEST = {
+    "shop_id": 954889,
+    "shop_domain": SHOP,
+    "orders_requested": [299938, 280263],
+    "customer": {"id": 191167, "email": "kundin@example.com", "phone": "555-625-1199"},
+    "data_request": {"id": 9999},
+}
 
 
 def test_data_request_is_recorded_for_the_merchant(client, run_worker):
-    body = {
-        "shop_domain": SHOP,
-        "customer": {"id": 191167, "email": "kundin@example.com"},
-        "orders_requested": [299938, 280263],
-    }
-    post_shopify(client, body, topic="customers/data_request")
+    post_shopify(client, DATA_REQUEST, topic="customers/data_request")
     run_worker()
     request = DataRequest.objects.get()
     assert (request.customer_email, request.customer_id) == ("kundin@example.com", 191167)
     assert request.orders_requested == [299938, 280263]
-    assert Delivery.objects.get().status == Delivery.Status.DONE
+    delivery = Delivery.objects.get()
+    assert delivery.status == Delivery.Status.DONE
+    assert "data request 9999" in delivery.last_error
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"shop_domain": None}, "shop_domain"),
+        ({"shop_domain": "andere.myshopify.com"}, "names shop 'andere.myshopify.com'"),
+        ({"customer": {"email": "kundin@example.com"}}, "customer.id"),
+        ({"data_request": None}, "data_request.id"),
+        ({"data_request": {"id": "9999"}}, "data_request.id"),
+        ({"orders_requested": "299938"}, "orders_requested"),
+    ],
+)
+def test_data_request_of_the_wrong_shape_or_shop_is_invalid(client, run_worker, change, reason):
+    """Fails before: any body with a customer object was recorded as a request."""
+    body = {key: value for key, value in (DATA_REQUEST | change).items() if value is not None}
+    post_shopify(client, body, topic="customers/data_request")
+    run_worker()
+    delivery = Delivery.objects.get()
+    assert delivery.status == Delivery.Status.INVALID
+    assert reason in delivery.last_error
+    assert not DataRequest.objects.exists()
 
 
 # --- customers/redact by id, e-mail or phone ------------------------------------------------

@@ -21,6 +21,9 @@ class Delivery(models.Model):
         FAILED = "failed", _("failed (will retry)")
         DEAD = "dead", _("dead (gave up)")
         INVALID = "invalid", _("invalid")
+        # A well-formed request we would not carry out, e.g. a `shop/redact` while the shop's
+        # Admin API still accepts our access (privacy.handle_shop_redact): nothing was changed.
+        REFUSED = "refused", _("refused")
 
     source = models.CharField(verbose_name=_("source"), max_length=16, choices=Source.choices)
     shop_domain = models.CharField(
