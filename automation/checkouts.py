@@ -394,6 +394,14 @@ def handle_order(delivery: Delivery) -> Outcome:
     payload = _body(delivery)
     if not isinstance(payload, dict):
         raise InvalidPayload("body is not a JSON object")
+    # Only the body is signed, so check it is an order: Shopify's order payload carries its
+    # numeric `id` and `admin_graphql_api_id` "gid://shopify/Order/<id>"
+    # (https://shopify.dev/docs/api/webhooks?reference=toml#list-of-topics-orders/create).
+    if _optional_id(payload.get("id")) is None:
+        raise InvalidPayload("not an orders/create body: id must be a positive integer")
+    gid = payload.get("admin_graphql_api_id")
+    if gid is not None and not (isinstance(gid, str) and gid.startswith("gid://shopify/Order/")):
+        raise InvalidPayload(f"not an orders/create body: admin_graphql_api_id names {gid!r}"[:300])
     _remember_order_customer(delivery, payload)
     token = payload.get("checkout_token")
     if not isinstance(token, str) or not token.strip():

@@ -63,6 +63,8 @@ def verify(request: HttpRequest, now: float | None = None) -> Incoming:
     if abs(now - timestamp) > settings.STRIPE_WEBHOOK_TOLERANCE:
         raise StripeSignatureInvalid("timestamp outside the tolerance zone")
 
+    # The topic is the body's own `type`, covered by the signature (unlike Shopify's topic
+    # header): a captured event cannot be replayed under another type without breaking it.
     event_id, event_type, problem = _event_identity(body)
     return Incoming(
         source="stripe",
