@@ -17,6 +17,8 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("set SECRET_KEY (or DEBUG=1 for a local development key)")
     SECRET_KEY = "django-insecure-local-development-only"
+# Old keys while rotating SECRET_KEY: sessions and unsubscribe links made with them still work.
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
