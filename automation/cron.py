@@ -9,6 +9,7 @@ from rq import cron
 
 from .jobs import (
     catch_up_promotions,
+    catch_up_reminders,
     nightly_reconcile,
     reconcile_if_overdue,
     sweep_deliveries,
@@ -16,5 +17,6 @@ from .jobs import (
 
 cron.register(sweep_deliveries, queue_name="default", interval=60, job_timeout=120)
 cron.register(catch_up_promotions, queue_name="default", interval=60, job_timeout=120)
+cron.register(catch_up_reminders, queue_name="default", interval=60, job_timeout=120)
 cron.register(nightly_reconcile, queue_name="default", cron="0 3 * * *", job_timeout=3600)
 cron.register(reconcile_if_overdue, queue_name="default", interval=3600, job_timeout=3600)

@@ -5,7 +5,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
@@ -14,14 +14,12 @@ from django.db.models import F
 from django.utils import timezone
 from redis.exceptions import RedisError
 from rq import Retry
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 
 from . import alerts, rows
 from .exceptions import InvalidPayload, PermanentError
 from .log_context import delivery_context
 from .models import Delivery
-from .queues import default_queue, redis_client
+from .queues import LIVE_JOB_STATES, default_queue, job_is_alive, job_states
 from .sources import Incoming
 
 logger = logging.getLogger(__name__)
@@ -118,11 +116,16 @@ def job_id_for(delivery_id: int) -> str:
     return f"delivery-{delivery_id}"
 
 
-def enqueue_delivery(delivery_id: int) -> bool:
-    """Put the delivery's job on the queue; on a Redis outage the row waits for the sweeper."""
+def enqueue_delivery(delivery_id: int, *, attempts_made: int = 0) -> bool:
+    """Put the delivery's job on the queue; on a Redis outage the row waits for the sweeper.
+
+    `attempts_made` > 0 resumes a delivery whose RQ retries Redis lost: the job gets only the
+    retries (and their intervals) that were left, so the row still goes `dead` after
+    1 + len(DELIVERY_RETRY_INTERVALS) attempts in all.
+    """
     from .jobs import process_delivery
 
-    intervals = list(settings.DELIVERY_RETRY_INTERVALS)
+    intervals = list(settings.DELIVERY_RETRY_INTERVALS)[attempts_made:]
     queue = default_queue()
     try:
         # One pipeline: RQ would otherwise spend a separate round trip registering the queue.
@@ -131,7 +134,8 @@ def enqueue_delivery(delivery_id: int) -> bool:
                 process_delivery,
                 args=(delivery_id,),
                 job_id=job_id_for(delivery_id),
-                retry=Retry(max=len(intervals), interval=intervals),
+                # No retries left: the job's next run is its last (jobs.process_delivery).
+                retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
                 timeout=settings.DELIVERY_JOB_TIMEOUT,
                 result_ttl=0,  # the outcome lives on the delivery row
                 description=f"process delivery {delivery_id}",
@@ -144,19 +148,28 @@ def enqueue_delivery(delivery_id: int) -> bool:
     return True
 
 
-_LIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+# How many rows of each kind one sweep looks at (one Redis round trip per kind): a backlog is
+# worked off a batch a minute instead of one run holding a worker for long.
+SWEEP_BATCH = 500
 
 
 def _job_is_alive(delivery_id: int) -> bool:
-    try:
-        job = Job.fetch(job_id_for(delivery_id), connection=redis_client())
-    except NoSuchJobError:
-        return False
-    return job.get_status(refresh=False) in _LIVE_JOB
+    return job_is_alive(job_id_for(delivery_id))
+
+
+def _without_live_job(delivery_ids: list[int]) -> list[int]:
+    """The ids whose job RQ no longer holds alive (Redis lost it, or the worker died)."""
+    states = job_states(job_id_for(pk) for pk in delivery_ids)
+    return [pk for pk in delivery_ids if states[job_id_for(pk)] not in LIVE_JOB_STATES]
 
 
 def sweep() -> int:
-    """Enqueue deliveries left `received` (Redis was down, or a worker died mid-job)."""
+    """Resume deliveries no live job will finish; returns how many were enqueued or ended.
+
+    `received` rows: Redis was down at intake, or a worker died mid-job. `failed` rows: their
+    RQ retry lived only in Redis, which lost it (restarted empty); without this they would
+    stay `failed` for good, neither retried nor `dead` nor alerted.
+    """
     # Hand back jobs whose worker died (RQ would otherwise wait for its next maintenance).
     default_queue().started_job_registry.cleanup()
     now = timezone.now()
@@ -164,17 +177,58 @@ def sweep() -> int:
     Delivery.objects.filter(
         status=Status.PROCESSING, processing_started_at__lt=stuck_before
     ).update(status=Status.RECEIVED)
+    settled_before = now - timedelta(seconds=settings.DELIVERY_SWEEP_AFTER)
     waiting = Delivery.objects.filter(
-        status=Status.RECEIVED,
-        received_at__lt=now - timedelta(seconds=settings.DELIVERY_SWEEP_AFTER),
-    ).values_list("pk", flat=True)
-    enqueued = 0
-    for delivery_id in waiting.iterator():
-        if not _job_is_alive(delivery_id) and enqueue_delivery(delivery_id):
-            enqueued += 1
-    if enqueued:
-        logger.info("sweeper enqueued %s waiting deliveries", enqueued)
-    return enqueued
+        status=Status.RECEIVED, received_at__lt=settled_before
+    ).order_by("received_at")  # the (status, received_at) index
+    enqueued = sum(
+        enqueue_delivery(pk)
+        for pk in _without_live_job(list(waiting.values_list("pk", flat=True)[:SWEEP_BATCH]))
+    )
+    resumed = _resume_failed(now, settled_before)
+    if enqueued or resumed:
+        logger.info(
+            "sweeper enqueued %s waiting and resumed %s failed deliveries", enqueued, resumed
+        )
+    return enqueued + resumed
+
+
+def _resume_failed(now: datetime, settled_before: datetime) -> int:
+    """Give `failed` rows whose retry Redis lost the attempts they have left, when due.
+
+    The row counts its attempts (the claim adds one), so the retry table tells what is left:
+    the lost retry runs once its interval after the failure has passed, with the remaining
+    retries; a row whose attempts are spent goes `dead` with one alert, as on the last try.
+    """
+    failed = Delivery.objects.filter(status=Status.FAILED, processed_at__lt=settled_before)
+    candidates = list(
+        failed.order_by("processed_at").values_list("pk", "attempts", "processed_at")[:SWEEP_BATCH]
+    )
+    lost = set(_without_live_job([pk for pk, _, _ in candidates]))
+    intervals = list(settings.DELIVERY_RETRY_INTERVALS)
+    resumed = 0
+    for pk, attempts, failed_at in candidates:
+        if pk not in lost:
+            continue
+        if attempts > len(intervals):
+            resumed += _dead_after_lost_retry(pk, attempts)
+        elif now >= failed_at + timedelta(seconds=intervals[max(attempts, 1) - 1]):
+            resumed += enqueue_delivery(pk, attempts_made=attempts)
+    return resumed
+
+
+def _dead_after_lost_retry(delivery_id: int, attempts: int) -> bool:
+    """Every attempt was made: `dead`, and the row count lets only one sweeper alert."""
+    went_dead = Delivery.objects.filter(
+        pk=delivery_id, status=Status.FAILED, attempts=attempts
+    ).update(status=Status.DEAD, processed_at=timezone.now())
+    if went_dead:
+        delivery = Delivery.objects.get(pk=delivery_id)
+        logger.error(
+            "delivery %s is dead after %s attempts: %s", delivery_id, attempts, delivery.last_error
+        )
+        alerts.delivery_dead(delivery)
+    return bool(went_dead)
 
 
 def replay(delivery_ids: Iterable[int]) -> int:

@@ -13,7 +13,7 @@ from typing import ParamSpec, TypeVar
 from django.db import close_old_connections, connection
 from rq import get_current_job
 
-from . import checkouts, inbox, metrics, promotions, reconcile
+from . import checkouts, inbox, metrics, promotions, reconcile, reminder_catch_up
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -57,6 +57,12 @@ def sweep_deliveries() -> int:
 def evaluate_checkout(checkout_id: int, version: str) -> str:
     """Decide about one checkout version and send at most one reminder."""
     return checkouts.evaluate(checkout_id, datetime.fromisoformat(version))
+
+
+@_job
+def catch_up_reminders() -> int:
+    """Schedule reminder evaluations Redis lost (checkouts past due without a decision)."""
+    return reminder_catch_up.catch_up()
 
 
 @_job

@@ -1,4 +1,4 @@
-"""One Redis client per process, shared by every enqueue.
+"""One Redis client per process, shared by every enqueue; and what RQ still holds of a job.
 
 Building a client per request cost more than the enqueue itself in the intake prototype
 (260/s versus 710/s), and django-rq's `get_queue()` builds one per call unless given a client.
@@ -6,11 +6,13 @@ Short socket timeouts keep a hanging Redis from pushing an answer past Shopify's
 """
 
 import functools
+from collections.abc import Iterable
 
 import django_rq
 from django.conf import settings
 from redis import Redis
 from rq import Queue
+from rq.job import Job, JobStatus
 
 
 @functools.cache
@@ -31,3 +33,31 @@ def default_queue() -> Queue:
 @functools.cache
 def _queue_for(url: str) -> Queue:
     return django_rq.get_queue("default", connection=_client_for(url), commit_mode="auto")
+
+
+# A job in one of these states will still run (or runs now); any other state, or no job at all
+# (Redis lost it, or its result expired), means nothing in Redis will run it any more.
+LIVE_JOB_STATES = frozenset(
+    {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+)
+
+
+def job_states(job_ids: Iterable[str]) -> dict[str, JobStatus | None]:
+    """Each job's RQ status as stored in its hash, None when Redis holds no such job.
+
+    One round trip for the whole batch (RQ's `Job.fetch_many` pipelines the reads), so the
+    sweeper can look at hundreds of rows a minute.
+    """
+    ids = list(job_ids)
+    if not ids:
+        return {}
+    jobs = Job.fetch_many(ids, connection=redis_client())
+    return {
+        job_id: (job.get_status(refresh=False) if job is not None else None)
+        for job_id, job in zip(ids, jobs, strict=True)
+    }
+
+
+def job_is_alive(job_id: str) -> bool:
+    """True while RQ will still run the job: queued, scheduled (a retry), deferred or started."""
+    return job_states([job_id])[job_id] in LIVE_JOB_STATES

@@ -1,76 +1,25 @@
 """A real Redis server stopped and restarted under the intake: nothing accepted is lost."""
 
-import shutil
-import socket
-import subprocess
-import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from redis import Redis
 from rq import SimpleWorker
 
 from automation import jobs
 from automation.models import Delivery
 from automation.queues import default_queue
+from tests.private_redis import PrivateRedis, needs_redis_server
 from tests.signing import post_shopify
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server"),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class PrivateRedis:
-    """A throwaway redis-server on its own port that the test can stop and start."""
-
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        client = Redis(port=self.port)
-        for _ in range(100):
-            try:
-                client.ping()
-                return
-            except Exception:
-                time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
+pytestmark = [pytest.mark.django_db(transaction=True), needs_redis_server]
 
 
 @pytest.fixture
 def private_redis(settings):
     server = PrivateRedis()
     server.start()
-    settings.REDIS_URL = f"redis://127.0.0.1:{server.port}/0"
+    settings.REDIS_URL = server.url
     yield server
     server.stop()
 
