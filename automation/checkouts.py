@@ -6,20 +6,25 @@ evaluated once, after it settles. A claim per checkout and one per address make 
 out at most once, whatever repeats or crashes: we prefer a missing reminder to two.
 """
 
+import html
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.html import strip_tags
 from rq import Retry
 
 from . import claims, reminder_mail
+from .addresses import address_key, identifying_address, normalise_address
 from .decisions import (
     NO_DISCOUNT_CODE,
     Basket,
@@ -52,6 +57,27 @@ CHECKOUT_CLAIM_TTL = timedelta(days=30)
 # Values of the merchant's own consent field in a Stripe session's metadata that mean "opted
 # in" (compared lower-case, without surrounding spaces); see parse_stripe_session.
 STRIPE_CONSENT_VALUES = frozenset({"true", "yes", "1", "opt_in"})
+# The skip reason of a checkout whose address does not normalise (automation/addresses.py).
+INVALID_EMAIL = "invalid e-mail"
+# A first name longer than this is cut: a greeting, not a place for text.
+FIRST_NAME_MAX_CHARS = 40
+RECOVERY_LINK_NOT_ALLOWED = "recovery link not allowed"
+# Shopify served every checkout on checkout.shopify.com until July 2017, and on the domain the
+# buyer shops on since: "the new format will be https://#{shop_domain}/#{shop.id}/checkouts/
+# #{checkout.token}. If the merchant forces redirects to their primary shop domain, then all
+# checkouts will occur on the primary domain" (https://shopify.dev/changelog/checkouts-will-
+# occur-at-the-shop-domain-instead-of-checkout-shopify-com). `abandoned_checkout_url` is "the
+# URL for the buyer to recover their checkout" (https://shopify.dev/docs/api/admin-graphql/
+# latest/objects/AbandonedCheckout): on the shop's myshopify.com domain, its custom domain
+# (SHOP_STOREFRONT_DOMAINS) or, in old links, Shopify's former checkout host.
+SHOPIFY_CHECKOUT_HOSTS = frozenset({"checkout.shopify.com"})
+# Stripe's recovery link: "after_expiration.recovery.url that you can embed in cart abandonment
+# emails", shown as https://buy.stripe.com/r/live_asAb1724 (https://docs.stripe.com/payments/
+# checkout/abandoned-carts); checkout.stripe.com is Checkout's own host (the session `url` in
+# stripe/openapi's fixtures3.json, copied to tests/fixtures/stripe/). A custom domain for
+# Checkout (https://docs.stripe.com/payments/checkout/custom-domains) goes into
+# SHOP_STOREFRONT_DOMAINS.
+STRIPE_CHECKOUT_HOSTS = frozenset({"buy.stripe.com", "checkout.stripe.com"})
 
 
 @dataclass(frozen=True)
@@ -62,7 +88,12 @@ class CheckoutVersion:
     token: str
     updated_at: datetime
     shop_domain: str = ""
+    # The normalised address (automation/addresses.py), "" when none was given or it is invalid.
     email: str = ""
+    # An address was given that does not normalise: no reminder ("invalid e-mail").
+    email_invalid: bool = False
+    # The address the body names, read leniently, only for the redaction pseudonym.
+    named_email: str = ""
     first_name: str = ""
     customer_id: int | None = None
     phone: str = ""
@@ -97,6 +128,50 @@ def _amount(value: object, name: str) -> Decimal:
     if not amount.is_finite() or not 0 <= amount < Decimal("1e10"):
         raise InvalidPayload(f"{name} must be a non-negative amount")
     return amount.quantize(Decimal("0.01"))
+
+
+def _raw_email(value: object, name: str) -> str:
+    """The sender's address field as given: a string or null, anything else is malformed."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidPayload(f"{name} must be a string")
+    return value
+
+
+def _email_fields(raw: str) -> dict:
+    """The CheckoutVersion fields for the address a sender gave, parsed once, here."""
+    if not raw.strip():
+        return {}
+    email = normalise_address(raw)
+    return {
+        "email": email or "",
+        "email_invalid": email is None,
+        "named_email": identifying_address(raw) or "",
+    }
+
+
+# A word of a name that is a link or points to one: a scheme (https:, javascript:), `//`, a
+# `www.` host, an address, or a domain (`evil.example`, `evil.com/x`).
+_LINK_WORD = re.compile(r"[a-z][a-z0-9+.-]*:\S|//|^www\.|@|[a-z0-9-]\.[a-z]{2,}", re.IGNORECASE)
+
+
+def plain_first_name(value: object) -> str:
+    """The first name as plain text for a greeting; "" when nothing of a name is left.
+
+    Sign-up spam puts links and markup into name fields so that the shop's own mails carry
+    them: tags (also ones hidden as entities) and link-like words are removed, control and
+    format characters dropped, whitespace collapsed, and the rest cut to FIRST_NAME_MAX_CHARS.
+    """
+    if not isinstance(value, str):
+        return ""
+    text = value
+    for _ in range(3):  # `&lt;b&gt;` is a tag once unescaped
+        text = html.unescape(strip_tags(text))
+    text = "".join(" " if ch.isspace() else ch for ch in text if ch.isprintable() or ch.isspace())
+    words = text.replace("<", " ").replace(">", " ").split()
+    name = " ".join(word for word in words if not _LINK_WORD.search(word))
+    return name[:FIRST_NAME_MAX_CHARS].strip()
 
 
 def _optional_id(value: object) -> int | None:
@@ -153,8 +228,8 @@ def parse_shopify_checkout(payload: object, shop_domain: str) -> CheckoutVersion
         token=_text(payload.get("token"), "token", 255, required=True),
         updated_at=_timestamp(payload.get("updated_at"), "updated_at", required=True),
         shop_domain=shop_domain,
-        email=_text(payload.get("email"), "email", 254),
-        first_name=first_name.strip()[:100] if isinstance(first_name, str) else "",
+        **_email_fields(_raw_email(payload.get("email"), "email")),
+        first_name=plain_first_name(first_name),
         customer_id=shopify_customer_id(customer.get("id")),
         phone=_phone(customer.get("phone"), payload.get("phone")),
         accepts_marketing=consent,
@@ -219,13 +294,13 @@ def parse_stripe_session(event: object) -> CheckoutVersion:
     completed = session.get("status") == "complete"
     # `customer_details.email` is what the buyer typed (null before they got that far);
     # `customer_email` is the address the merchant prefilled when creating the session.
-    typed = _text(_dig(session, "customer_details", "email"), "customer email", 254)
-    prefilled = _text(session.get("customer_email"), "customer_email", 254)
+    typed = _raw_email(_dig(session, "customer_details", "email"), "customer email")
+    prefilled = _raw_email(session.get("customer_email"), "customer_email")
     return CheckoutVersion(
         source=CheckoutState.Source.STRIPE,
         token=_text(session.get("id"), "session id", 255, required=True),
         updated_at=datetime.fromtimestamp(created, tz=UTC),
-        email=typed or prefilled,
+        **_email_fields(typed if typed.strip() else prefilled),
         first_name="",
         phone=_phone(_dig(session, "customer_details", "phone")),
         accepts_marketing=_stripe_consent(session),
@@ -349,7 +424,7 @@ def _body(delivery: Delivery) -> object:
 
 def _remember_customer(delivery: Delivery, version: CheckoutVersion) -> None:
     """Link the body to its customer by pseudonyms, so `customers/redact` can drop it."""
-    refs = customer_refs(version.email, version.customer_id, version.phone)
+    refs = customer_refs(version.named_email, version.customer_id, version.phone)
     if refs:
         Delivery.objects.filter(pk=delivery.pk).update(**refs)
 
@@ -359,9 +434,9 @@ def _remember_order_customer(delivery: Delivery, payload: dict) -> None:
     customer = payload.get("customer") if isinstance(payload.get("customer"), dict) else {}
     email = next(
         (
-            value.strip()[:254]
+            address
             for value in (payload.get("email"), payload.get("contact_email"), customer.get("email"))
-            if isinstance(value, str) and "@" in value
+            if (address := identifying_address(value))
         ),
         "",
     )
@@ -374,6 +449,13 @@ def _remember_order_customer(delivery: Delivery, payload: dict) -> None:
         Delivery.objects.filter(pk=delivery.pk).update(**refs)
 
 
+def _skip_invalid_email(checkout: CheckoutState) -> Outcome:
+    """Decide at once: the address was refused at the edge and is not stored, so a later
+    evaluation could only say "no e-mail address"."""
+    _record(checkout, overwrite=False, arm=Arm.NONE, reason=INVALID_EMAIL)
+    return Outcome(Status.DONE, f"checkout stored; no reminder: {INVALID_EMAIL}")
+
+
 @handles("shopify", "checkouts/create", "checkouts/update")
 def handle_shopify_checkout(delivery: Delivery) -> Outcome:
     """Store the newest checkout version and schedule its evaluation."""
@@ -384,6 +466,8 @@ def handle_shopify_checkout(delivery: Delivery) -> Outcome:
         return Outcome(Status.STALE, "a newer version of this checkout is stored")
     if checkout.completed_at:
         return Outcome(Status.DONE, "checkout completed: no reminder")
+    if version.email_invalid:
+        return _skip_invalid_email(checkout)
     due = schedule_evaluation(checkout)
     return Outcome(Status.DONE, f"reminder evaluation scheduled for {due.isoformat()}")
 
@@ -419,6 +503,8 @@ def handle_stripe_expired(delivery: Delivery) -> Outcome:
     checkout = store_checkout(version)
     if checkout is None:
         return Outcome(Status.STALE, "a newer version of this session is stored")
+    if version.email_invalid:
+        return _skip_invalid_email(checkout)
     schedule_evaluation(checkout, at=timezone.now())
     return Outcome(Status.DONE, "reminder evaluation enqueued")
 
@@ -439,7 +525,8 @@ def checkout_claim_key(checkout: CheckoutState) -> str:
 
 
 def address_claim_key(email: str) -> str:
-    return f"reminder-to:{email_ref(email)}"
+    """The frequency cap's claim: one per address_key, whatever the spelling."""
+    return f"reminder-to:{email_ref(address_key(email) or email)}"
 
 
 CLAIM_TAKEN = "claim for this checkout already taken"
@@ -451,22 +538,67 @@ def frequency_capped(config: ReminderSettings) -> str:
     return f"address got a reminder within {config.frequency_cap_days} days"
 
 
+def recovery_link_hosts(checkout: CheckoutState) -> frozenset[str]:
+    """The hosts a checkout's recovery link may point to: the shop's own and its vendor's."""
+    own = set(settings.SHOP_STOREFRONT_DOMAINS)
+    if checkout.source == CheckoutState.Source.STRIPE:
+        return frozenset(own | STRIPE_CHECKOUT_HOSTS)
+    shops = {domain.lower() for domain in [*settings.SHOPIFY_SHOP_DOMAINS, checkout.shop_domain]}
+    return frozenset(own | (shops - {""}) | SHOPIFY_CHECKOUT_HOSTS)
+
+
+def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
+    """Why `url` may not go into a mail, or "" when it may.
+
+    Only an https link to one of `hosts`, without a user name or another port: a body is
+    signed by the sender but written by whoever made the checkout, and a `javascript:` link
+    reached the HTML part. The reason names the host at most, never the rest of the link
+    (its key opens the buyer's checkout).
+    """
+    if not url.isascii() or any(not ch.isprintable() or ch in " \\" for ch in url):
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: characters a link does not have"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: not a URL"
+    if parts.scheme != "https":
+        named = re.fullmatch(r"[a-z][a-z0-9+.-]{0,15}", parts.scheme)
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + (
+            f"{parts.scheme}: is not https" if named else "not an https link"
+        )
+    if "@" in parts.netloc:
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: a user name before the host"
+    if port not in (None, 443):
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: port {port}"
+    if not parts.hostname:
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: no host"
+    if parts.hostname not in hosts:
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: host {parts.hostname[:100]} is not the shop's"
+    return ""
+
+
 def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     """Why this checkout gets no reminder at all, or "" when it may get one."""
     if checkout.completed_at:
         return "checkout completed"
     if not checkout.email:
         return "no e-mail address"
+    key = address_key(checkout.email)
+    if key is None:  # stored before addresses were normalised at the edge
+        return INVALID_EMAIL
     if not checkout.accepts_marketing:
         return "no marketing consent (UWG §7)"
-    if SuppressedAddress.objects.filter(email=checkout.email.strip().lower()).exists():
+    if SuppressedAddress.objects.filter(email=key).exists():
         return "address unsubscribed"
-    if claims.is_claimed(address_claim_key(checkout.email)):
+    if claims.is_claimed(address_claim_key(key)):
         return frequency_capped(config)
     if claims.is_claimed(checkout_claim_key(checkout)):
         return CLAIM_TAKEN
     if not checkout.recovery_url:
         return "no recovery link"
+    if problem := recovery_link_problem(checkout.recovery_url, recovery_link_hosts(checkout)):
+        return problem
     if reminder_mail.mail_server_problem():
         return NO_MAIL_SERVER
     return ""

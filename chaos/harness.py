@@ -179,6 +179,8 @@ class Harness:
             "TIME_ZONE": shop.TIME_ZONE,
             "SHOPIFY_WEBHOOK_SECRETS": shop.SHOPIFY_SECRET,
             "SHOPIFY_SHOP_DOMAINS": shop.SHOP_DOMAIN,
+            # the recovery links of chaos/payloads.py: storefront and Stripe custom domain
+            "SHOP_STOREFRONT_DOMAINS": "elbkerzen.example,pay.elbkerzen.example",
             "STRIPE_WEBHOOK_SECRETS": shop.STRIPE_SECRET,
             "ALERT_EMAILS": shop.ALERT_EMAIL,
             "EMAIL_URL": f"smtp://127.0.0.1:{self.mail.port}",

@@ -254,6 +254,12 @@ if ADS_JOB_MARGIN >= DELIVERY_JOB_TIMEOUT:
 # --- Abandoned checkout reminders ------------------------------------------------------------
 # Delay, frequency cap and the decision's probabilities live in the admin (ReminderSettings).
 SHOP_NAME = env.str("SHOP_NAME", default="Elbkerzen")
+# The shop's own hosts a recovery link may point to, besides SHOPIFY_SHOP_DOMAINS and the
+# vendors' checkout hosts: the custom domain Shopify serves checkout on (www.elbkerzen.de) and
+# a custom domain for Stripe Checkout (pay.elbkerzen.de). A link to any other host: no mail.
+SHOP_STOREFRONT_DOMAINS = [
+    host.strip().lower() for host in env.list("SHOP_STOREFRONT_DOMAINS", default=[]) if host.strip()
+]
 # Waits between attempts of a reminder evaluation whose mail could not be sent.
 REMINDER_RETRY_INTERVALS = env.list("REMINDER_RETRY_INTERVALS", cast=int, default=[60, 300, 900])
 

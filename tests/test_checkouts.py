@@ -70,7 +70,7 @@ def test_high_margin_basket_gets_the_discount_reminder(client, run_worker, shop)
     assert message.subject == "Dein Warenkorb bei Elbkerzen wartet auf dich"
     assert "ELBE10" in message.body
     assert "Winterzauber" in message.body
-    assert "https://elbkerzen.example/checkouts/" in message.body
+    assert "https://elbkerzen.myshopify.com/60673655038/checkouts/ac/" in message.body
     assert message.extra_headers["List-Unsubscribe"].startswith("<http://")
     assert "/unsubscribe/" in message.extra_headers["List-Unsubscribe"]
     html = message.alternatives[0][0]

@@ -7,6 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from ..addresses import address_key, identifying_address
 from ..decisions import DEFAULT_MARGIN_RATE, DISCOUNT_COOLDOWN_DAYS
 
 _fraction = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
@@ -308,8 +309,20 @@ class SuppressedAddress(models.Model):
         return self.email
 
     def save(self, *args, **kwargs) -> None:
-        self.email = self.email.strip().lower()
+        # An unsubscribe link made before addresses were normalised may name a spelling like
+        # `"kim" <kim@example.org>`: suppress the address it names rather than miss it.
+        self.email = identifying_address(self.email) or self.email.strip().lower()
         super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        """The merchant enters one plain address (`kim@example.org`); it is stored as the key
+        the reminders compare (automation/addresses.py)."""
+        key = address_key(self.email)
+        if key is None:
+            raise ValidationError(
+                {"email": _("Enter one address like kim@example.org, without a name or brackets.")}
+            )
+        self.email = key
 
 
 class DataRequest(models.Model):
