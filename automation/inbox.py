@@ -2,14 +2,16 @@
 
 import contextlib
 import functools
+import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from redis.exceptions import RedisError
@@ -310,6 +312,9 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
         _give_up(delivery, err)
         return Status.DEAD
     except Exception as err:
+        unstorable = unstorable_text(delivery, err)
+        if unstorable:
+            return _finish(delivery, Outcome(Status.INVALID, unstorable))
         if final_attempt:
             _give_up(delivery, err)
         else:
@@ -363,6 +368,62 @@ def _give_up(delivery: Delivery, err: BaseException) -> None:
     if went_dead:
         delivery.refresh_from_db()
         alerts.delivery_dead(delivery)
+
+
+# Text no PostgreSQL text or jsonb value and no UTF-8 mail can carry: NUL, and UTF-16
+# surrogates, which a JSON string can hold only as a `\uD800`-style escape without its pair.
+_UNSTORABLE_CHAR = re.compile("[\x00\ud800-\udfff]")
+# What storing or sending such text raises. psycopg 3 refuses NUL in a text parameter with
+# psycopg.DataError ("PostgreSQL text fields cannot contain NUL (0x00) bytes"; psycopg/types/
+# string.py, _StrDumper.dump) and PostgreSQL refuses `\u0000` or a lone surrogate inside jsonb with
+# SQLSTATE 22P05 / 22P02 (https://www.postgresql.org/docs/current/datatype-json.html); Django
+# re-raises both as django.db.DataError. A lone surrogate in a text parameter or a mail fails
+# earlier, in Python's UTF-8 encoder: UnicodeEncodeError ("surrogates not allowed").
+_UNSTORABLE_ERRORS = (DataError, UnicodeEncodeError)
+
+
+def unstorable_text(delivery: Delivery, err: BaseException) -> str:
+    """Why the handler's failure is the body's text, which no retry can change; "" otherwise.
+
+    Classified after the handler failed, not by scanning every body before it: a NUL in a
+    field no handler keeps (a note, say) must not cost an order or a stock change. Only the
+    errors storing or encoding such text raises count, and only when the body really holds
+    such a character, so a DataError of another cause still fails and is retried as before.
+    """
+    if not isinstance(err, _UNSTORABLE_ERRORS) or delivery.body is None:
+        return ""
+    try:
+        payload = json.loads(bytes(delivery.body))
+    except (ValueError, RecursionError):
+        return ""
+    found = _first_unstorable_string(payload)
+    if found is None:
+        return ""
+    path, char = found
+    what = "a NUL character" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
+    return f"body holds {what} in {path}, which cannot be stored or sent: {_describe(err)}"[:2000]
+
+
+def _first_unstorable_string(payload: object) -> tuple[str, str] | None:
+    """(JSONPath-like location, character) of the first key or string value holding one."""
+    stack: list[tuple[str, object]] = [("$", payload)]
+    while stack:  # a loop, not recursion: bodies may nest as deep as the JSON parser allows
+        path, item = stack.pop()
+        if isinstance(item, str):
+            match = _UNSTORABLE_CHAR.search(item)
+            if match:
+                return path, match.group()
+        elif isinstance(item, dict):
+            for key, value in reversed(item.items()):
+                match = _UNSTORABLE_CHAR.search(key)
+                if match:
+                    return f"{path} (a key)", match.group()
+                stack.append((f"{path}.{key}", value))
+        elif isinstance(item, list):
+            stack.extend(
+                (f"{path}[{index}]", value) for index, value in reversed(list(enumerate(item)))
+            )
+    return None
 
 
 def _describe(err: BaseException) -> str:

@@ -66,6 +66,8 @@ scalars = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=30)
     | st.sampled_from(["2026-11-26T16:10:00+01:00", "2026-11-26T16:10:00", "40.00", "opt_in", "-1"])
+    # text no database or mail can take: it must end `invalid` where it is kept, never `dead`
+    | st.sampled_from(["Kerze\x00", "\ud800", "kundin\udfff@example.com"])
 )
 values = st.recursive(
     scalars,
