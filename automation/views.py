@@ -15,6 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from . import health, inbox, metrics, reminder_mail
+from .addresses import identifying_address
 from .exceptions import WebhookRejected
 from .models import SuppressedAddress
 from .privacy import mask_email
@@ -89,7 +90,8 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
         )
     context["email"] = email
     if request.method == "POST":
-        SuppressedAddress.objects.get_or_create(email=email)
+        # the address the token names, as the list stores it (an old link may name a spelling)
+        SuppressedAddress.objects.get_or_create(email=identifying_address(email) or email)
         logger.info("unsubscribed %s", mask_email(email))
         return render(request, "automation/unsubscribe.html", context | {"done": True})
     if request.method != "GET":

@@ -269,6 +269,10 @@ def test_an_old_readable_unsubscribe_link_with_a_display_name_suppresses_the_add
     legacy = signing.dumps('"kim" <kundin@example.com>', salt=UNSUBSCRIBE_SALT, compress=True)
     _unsubscribe(client, legacy)
     assert list(SuppressedAddress.objects.values_list("email", flat=True)) == [EMAIL]
+    # a second click (or the one-click POST after the button) finds the row, no error
+    _unsubscribe(client, legacy)
+    _unsubscribe(client, unsubscribe_token(EMAIL))
+    assert SuppressedAddress.objects.count() == 1
 
 
 def test_the_merchant_adds_a_suppressed_address_in_its_normal_form(admin_client):
