@@ -234,12 +234,15 @@ def _dead_after_lost_retry(delivery_id: int, attempts: int) -> bool:
 
 
 def replay(delivery_ids: Iterable[int]) -> int:
-    """Send failed or dead deliveries through the same path again; returns how many."""
+    """Send failed, dead or refused deliveries through the same path again; returns how many.
+
+    A refused one (a `shop/redact` whose uninstall could not be confirmed) is checked anew.
+    """
     replayed = 0
     for delivery_id in delivery_ids:
         with transaction.atomic():
             taken = Delivery.objects.filter(
-                pk=delivery_id, status__in=[Status.FAILED, Status.DEAD]
+                pk=delivery_id, status__in=[Status.FAILED, Status.DEAD, Status.REFUSED]
             ).update(status=Status.RECEIVED, last_error="")
             if taken:
                 replayed += 1

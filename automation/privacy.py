@@ -351,8 +351,9 @@ def _refusal_text(delivery: Delivery, note: str) -> str:
         f"Webhook id:  {delivery.webhook_id or '-'}\n"
         f"Reason:      {note}\n\n"
         "If you did not uninstall the app, someone may have re-sent an old request: nothing "
-        "needs to be done. If you did uninstall it, check the Shopify Admin API settings; "
-        "while the Admin API refuses our access, the next shop/redact deletes the data.\n"
+        "needs to be done. If you did uninstall it, the shop's data is still stored here: fix "
+        "the cause named above (e.g. set up Admin API access) and replay the delivery in the "
+        "admin; it is checked again, and deletes once the Admin API refuses our access:\n"
         f"{alerts.admin_url(delivery)}"
     )
 
