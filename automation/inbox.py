@@ -345,7 +345,7 @@ def _finish(delivery: Delivery, outcome: Outcome) -> str:
         _finish_sql(),
         [
             outcome.status,
-            outcome.note,
+            storable(outcome.note),
             connection.ops.adapt_datetimefield_value(timezone.now()),
             delivery.pk,
         ],
@@ -429,5 +429,11 @@ def _first_unstorable_string(payload: object) -> tuple[str, str] | None:
     return None
 
 
+def storable(text: str) -> str:
+    """The text with NUL and lone surrogates written as `\\u0000` escapes, so the note or error
+    that quotes a hostile value can itself be stored (and shown in the admin)."""
+    return _UNSTORABLE_CHAR.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 def _describe(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}"[:2000]
+    return storable(f"{type(err).__name__}: {err}"[:2000])

@@ -13,6 +13,7 @@ from django.core import mail
 from django.db import DataError
 
 from automation import checkouts, inbox
+from automation.exceptions import InvalidPayload
 from automation.models import CheckoutState, Delivery, ReminderDecision
 from tests.signing import post_shopify
 from tests.test_checkouts import checkout_body
@@ -123,3 +124,19 @@ def test_the_reason_names_where_the_character_sits(body, expected):
         assert reason == ""
     else:
         assert f"in {expected}," in reason
+
+
+def test_a_reason_quoting_the_hostile_text_is_stored_escaped(client, queue, run_worker):
+    def quoting(delivery):
+        raise InvalidPayload("title 'Winter\x00zauber\ud800' is not allowed")
+
+    inbox.HANDLERS[("shopify", "test/topic")] = quoting
+    try:
+        post_shopify(client, {"note": "the handler quotes its own text"})
+        run_worker()
+    finally:
+        inbox.HANDLERS.pop(("shopify", "test/topic"))
+
+    delivery = Delivery.objects.get()
+    assert delivery.status == Status.INVALID
+    assert delivery.last_error == "title 'Winter\\u0000zauber\\ud800' is not allowed"
