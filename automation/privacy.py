@@ -23,6 +23,7 @@ from django.db.models import Q
 
 from . import alerts, claims, reconcile, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
+from .addresses import address_key, identifying_address
 from .exceptions import InvalidPayload
 from .inbox import Outcome, handles
 from .models import CheckoutState, DataRequest, Delivery, ReminderDecision
@@ -43,8 +44,14 @@ def mask_email(email: str) -> str:
 
 
 def email_ref(email: str) -> str:
-    """A stable pseudonym of an address, for keys and links between rows."""
-    return hashlib.sha256(email.strip().lower().encode()).hexdigest()
+    """A stable pseudonym of an address, for keys and links between rows.
+
+    Made from the address's key (automation/addresses.py), so every spelling of one mailbox
+    (`Kim@Bücher.de`, `kim@xn--bcher-kva.de`, `"kim"@bücher.de`) has one pseudonym: the body
+    written under one spelling is found by a redaction naming another. A value that is no
+    address falls back to its lower-cased text.
+    """
+    return hashlib.sha256((address_key(email) or email.strip().lower()).encode()).hexdigest()
 
 
 def customer_id_ref(customer_id: int | None) -> str:
@@ -167,12 +174,20 @@ def handle_customer_redact(delivery: Delivery) -> Outcome:
     phone, whichever the request carries."""
     request = parse_customer_redact(_payload(delivery))
     check_shop("customers/redact", request.shop_domain, delivery.shop_domain)
-    refs = customer_refs(request.email, request.customer_id, request.phone)
+    # Checkouts and decisions store the normalised address (automation/addresses.py), bodies
+    # its pseudonym: both are found by the address's key, whatever spelling the request uses
+    # (an IDN domain in Unicode or in A-labels, a quoted local part, another case).
+    email = identifying_address(request.email) or request.email
+    refs = customer_refs(email, request.customer_id, request.phone)
     checkout_match = Q(customer_id_ref=refs["customer_id_ref"])
     body_match = Q(customer_id_ref=refs["customer_id_ref"])
+    email_match = Q()
     if request.email:
-        checkout_match |= Q(email__iexact=request.email)
-        body_match |= Q(customer_ref=refs["customer_ref"])
+        email_match = Q(email__iexact=email) | Q(email__iexact=request.email)
+        checkout_match |= email_match
+        # rows linked before addresses were normalised carry the pseudonym of the raw text
+        legacy_ref = hashlib.sha256(request.email.strip().lower().encode()).hexdigest()
+        body_match |= Q(customer_ref__in={refs["customer_ref"], legacy_ref})
     if "phone_ref" in refs:
         checkout_match |= Q(phone_ref=refs["phone_ref"])
         body_match |= Q(phone_ref=refs["phone_ref"])
@@ -182,7 +197,7 @@ def handle_customer_redact(delivery: Delivery) -> Outcome:
         if request.email:
             # a decision outlives a checkout whose address changed since: it still names this one
             more, _ = ReminderDecision.objects.filter(
-                email__iexact=request.email, checkout__shop_domain=delivery.shop_domain
+                email_match, checkout__shop_domain=delivery.shop_domain
             ).delete()
             count += more
         bodies = (
