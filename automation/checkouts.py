@@ -209,10 +209,49 @@ def _line(raw: object) -> dict:
     }
 
 
+# Keys of Shopify's order that a checkout does not have. The order resource (the body of
+# `orders/create`, https://shopify.dev/docs/api/admin-rest/latest/resources/order, example
+# order 450789469) carries `order_number`, `financial_status`, `confirmation_number` and the
+# `checkout_token`/`checkout_id` of the checkout it completed, besides a `token` and an
+# `updated_at` of its own; the checkout payload of `checkouts/create|update`
+# (https://shopify.dev/docs/api/webhooks?reference=toml#list-of-topics-checkouts/create, the
+# abandoned checkout resource https://shopify.dev/docs/api/admin-rest/latest/resources/
+# abandoned-checkouts) carries none of them.
+ORDER_ONLY_KEYS = frozenset(
+    {"order_number", "financial_status", "confirmation_number", "checkout_token", "checkout_id"}
+)
+# A checkout payload always has `abandoned_checkout_url` ("The recovery URL that's sent to a
+# customer so they can recover their checkout", same pages), null at most: no other Shopify
+# body has the key.
+CHECKOUT_ONLY_KEY = "abandoned_checkout_url"
+# Global ids of a checkout, should a checkout body carry one (an order's names
+# gid://shopify/Order/…, https://shopify.dev/docs/api/usage/gids).
+CHECKOUT_GID_PREFIXES = ("gid://shopify/Checkout/", "gid://shopify/AbandonedCheckout/")
+
+
+def check_checkout_shape(payload: dict) -> None:
+    """Refuse a body that is not a checkout: an order's (or another object's) re-sent as one.
+
+    Shopify signs the body only, so a captured `orders/create` body can be re-sent with
+    `X-Shopify-Topic: checkouts/update`; it has a `token` and an `updated_at` like a checkout
+    and would be stored as a bogus one.
+    """
+    order_keys = sorted(ORDER_ONLY_KEYS & payload.keys())
+    if order_keys:
+        raise InvalidPayload(f"not a checkout body: it has {', '.join(order_keys)}, as an order")
+    gid = payload.get("admin_graphql_api_id")
+    if gid is not None and not (isinstance(gid, str) and gid.startswith(CHECKOUT_GID_PREFIXES)):
+        raise InvalidPayload(f"not a checkout body: admin_graphql_api_id names {gid!r}"[:300])
+    if CHECKOUT_ONLY_KEY not in payload:
+        raise InvalidPayload(f"not a checkout body: no {CHECKOUT_ONLY_KEY}")
+
+
 def parse_shopify_checkout(payload: object, shop_domain: str) -> CheckoutVersion:
     """Validate a `checkouts/create|update` body; anything unusable raises InvalidPayload."""
     if not isinstance(payload, dict):
         raise InvalidPayload("body is not a JSON object")
+    token = _text(payload.get("token"), "token", 255, required=True)
+    check_checkout_shape(payload)
     lines = payload.get("line_items") or []
     if not isinstance(lines, list):
         raise InvalidPayload("line_items must be a list")
@@ -225,7 +264,7 @@ def parse_shopify_checkout(payload: object, shop_domain: str) -> CheckoutVersion
     first_name = customer.get("first_name") or billing.get("first_name")
     return CheckoutVersion(
         source=CheckoutState.Source.SHOPIFY,
-        token=_text(payload.get("token"), "token", 255, required=True),
+        token=token,
         updated_at=_timestamp(payload.get("updated_at"), "updated_at", required=True),
         shop_domain=shop_domain,
         **_email_fields(_raw_email(payload.get("email"), "email")),
