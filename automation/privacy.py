@@ -223,9 +223,6 @@ APP_NOT_INSTALLED = "app_not_installed"
 # Admin API answers that mean our access ended: 401 (the token was revoked at uninstall) and
 # 403 (https://shopify.dev/docs/api/usage/response-codes).
 ACCESS_ENDED_STATUSES = frozenset({401, 403})
-# The cheapest question the Admin API answers with any valid token: the shop's id needs no
-# access scope (https://shopify.dev/docs/api/admin-graphql/latest/queries/shop).
-SHOP_QUERY = "query ShopId { shop { id } }"
 # One alert per shop in this period, however often a refused `shop/redact` arrives (a replayed
 # body would otherwise mail the merchant once per copy).
 REFUSED_ALERT_EVERY = timedelta(hours=24)
@@ -292,8 +289,7 @@ def check_admin_access() -> AccessCheck:
             f"(set {shopify_access.missing_settings()})",
         )
     try:
-        # The adapter has no public read of the shop yet: its GraphQL call, read-only.
-        client._execute(SHOP_QUERY, {}, kind="shop")
+        client.shop_info()
     except ShopifyCredentialsError as err:
         if err.code == APP_NOT_INSTALLED:
             return AccessCheck(AdminAccess.ENDED, "the app is no longer installed on the shop")

@@ -1,8 +1,8 @@
 """The Shopify Admin API stand-in with what the uninstall check of `shop/redact` needs.
 
-A subclass of tests/shopify_standin.py's stand-in (used as is otherwise):
-- `shop { id }` is answered for any accepted token (the Shop object needs no access scope:
-  https://shopify.dev/docs/api/admin-graphql/latest/queries/shop);
+A subclass of tests/shopify_standin.py's stand-in (which answers `shop { id name }` for any
+accepted token: the Shop object needs no access scope,
+https://shopify.dev/docs/api/admin-graphql/latest/queries/shop), used as is otherwise:
 - `uninstall()` revokes every token we hold, so the GraphQL API answers 401 ("[API] Invalid API
   key or access token", https://shopify.dev/docs/api/usage/response-codes), and the client
   credentials grant answers HTTP 400 `app_not_installed` ("The application is not installed on
@@ -10,7 +10,6 @@ A subclass of tests/shopify_standin.py's stand-in (used as is otherwise):
   https://community.shopify.dev/t/client-credentials-grant-returning-app-not-installed-error-despite-app-being-installed/33287).
 """
 
-import re
 from dataclasses import dataclass
 
 from pytest_httpserver import HTTPServer
@@ -19,9 +18,8 @@ from werkzeug import Request, Response
 from automation.privacy import APP_NOT_INSTALLED
 from tests.shopify_standin import (
     CLIENT_ID,
-    INVALID_TOKEN,
+    SHOP_ID,
     TOKEN,
-    RecordedRequest,
     ShopifyStandIn,
     _json,
 )
@@ -30,8 +28,7 @@ from tests.signing import SHOP
 APP_SECRET = "shpss_standin_secret"
 # Shopify's shop/redact payload for our shop: `shop_id` and `shop_domain`
 # (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance, "shop/redact").
-SHOP_REDACT = {"shop_id": 954889, "shop_domain": SHOP}
-_SHOP_QUERY = re.compile(r"\bshop\s*\{")
+SHOP_REDACT = {"shop_id": SHOP_ID, "shop_domain": SHOP}
 
 
 @dataclass
@@ -54,16 +51,6 @@ class Shop(ShopifyStandIn):
             }
             return _json(error, 400)
         return super().handle_token(request)
-
-    def _answer(self, request: Request, record: RecordedRequest) -> Response:
-        if not self._authorised(request.headers.get("X-Shopify-Access-Token")):
-            record.answer = "401"
-            return _json({"errors": INVALID_TOKEN}, 401)
-        if _SHOP_QUERY.search(record.query) and not self._script:
-            record.answer = "ok"
-            data = {"shop": {"id": f"gid://shopify/Shop/{SHOP_REDACT['shop_id']}"}}
-            return _json({"data": data, "extensions": {"cost": self._cost(1, 1)}})
-        return super()._answer(request, record)
 
 
 def serve_admin_shop(httpserver: HTTPServer, settings, *, client_credentials: bool = False) -> Shop:

@@ -4,7 +4,8 @@ Why: the adapter's point is pacing itself by Shopify's calculated query cost, so
 meters every query the way Shopify does and answers THROTTLED when the bucket is short.
 
 It understands just enough GraphQL: which root field a query uses (`nodes`, `inventoryItem`,
-`webhookSubscriptions`, `webhookSubscriptionCreate`), the `first` page size and the variables.
+`webhookSubscriptions`, `webhookSubscriptionCreate`, `shop`), the `first` page size and the
+variables.
 
 Cost formula (Shopify's documented rules: an object costs 1, a scalar 0, a connection 2 plus the
 number of objects it asks for, a mutation 10; requested cost from page sizes, actual cost from
@@ -18,6 +19,7 @@ charged separately, a simplification: the adapter learns real costs from `reques
     webhookSubscriptions(first: F)
         requested = 2 + F                          actual = 2 + subscriptions returned
     webhookSubscriptionCreate                      requested = actual = 10
+    shop { id name }                               requested = actual = 1
 
 Bucket (leaky, real clock unless a clock is injected): it starts full; a query runs only if the
 bucket holds its requested cost, and then loses its actual cost (Shopify deducts requested and
@@ -66,6 +68,13 @@ TOKEN_LIFETIME = 86399
 INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wrong password)"
 ROOT_FIELDS = ("webhookSubscriptionCreate", "webhookSubscriptions", "inventoryItem", "nodes")
 MUTATION_COST = 10
+# The `shop` query answers the Shop of the token with any access scope; its `id` is a Shop gid
+# and `name` the shop's name (https://shopify.dev/docs/api/admin-graphql/latest/queries/shop,
+# https://shopify.dev/docs/api/admin-graphql/latest/objects/Shop). 954889 is the shop id of
+# Shopify's shop/redact example (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance).
+SHOP_ID = 954889
+SHOP_NAME = "Elbkerzen"
+_SHOP_ROOT = re.compile(r"\bshop\s*\{")
 
 # (location_id, available, updated_at ISO 8601 or None)
 LevelRow = tuple[int, int | None, str | None]
@@ -113,6 +122,8 @@ class ShopifyStandIn:
     token_lifetime: float = TOKEN_LIFETIME
     token_requests: list[RecordedTokenRequest] = field(default_factory=list)
     app_subscriptions: list[dict[str, str]] = field(default_factory=list)
+    shop_id: int = SHOP_ID
+    shop_name: str = SHOP_NAME
 
     def __post_init__(self) -> None:
         self.available = float(self.maximum_available)
@@ -331,6 +342,8 @@ class ShopifyStandIn:
             return 1 + 2 + first
         if root == "webhookSubscriptions":
             return 2 + first
+        if root == "shop":
+            return 1  # one object, scalars free
         return MUTATION_COST
 
     def _resolve(
@@ -357,6 +370,14 @@ class ShopifyStandIn:
                     for e in page["edges"]
                 ]
                 return {"webhookSubscriptions": page}, 2 + len(page["edges"]), []
+            if root == "shop":
+                fields = {"id": f"gid://shopify/Shop/{self.shop_id}", "name": self.shop_name}
+                asked = {
+                    name: value
+                    for name, value in fields.items()
+                    if re.search(rf"\b{name}\b", query)
+                }
+                return {"shop": asked}, 1, []
             return self._create(query, variables), MUTATION_COST, []
         except _BadCursor as err:
             return {root: None}, 1, [{"message": str(err), "extensions": {"code": "BAD_REQUEST"}}]
@@ -413,7 +434,7 @@ def _root(query: str) -> str | None:
     for name in ROOT_FIELDS:
         if re.search(rf"\b{name}\s*\(", query):
             return name
-    return None
+    return "shop" if _SHOP_ROOT.search(query) else None
 
 
 def _first(query: str, variables: dict[str, Any]) -> int:

@@ -19,12 +19,20 @@ from automation.adapters.shopify_admin import (
     ShopifyAdminError,
     ShopifyCredentialsError,
     ShopifyThrottled,
+    ShopInfo,
     Subscription,
     enum_to_topic,
     request_access_token,
     topic_to_enum,
 )
-from tests.shopify_standin import CLIENT_ID, TOKEN, TOKEN_LIFETIME, ShopifyStandIn
+from tests.shopify_standin import (
+    CLIENT_ID,
+    SHOP_ID,
+    SHOP_NAME,
+    TOKEN,
+    TOKEN_LIFETIME,
+    ShopifyStandIn,
+)
 
 WHEN = "2026-11-02T09:30:00Z"
 CALLBACK = "https://automation.elbkerzen.example/webhooks/shopify"
@@ -512,3 +520,19 @@ def test_a_token_living_less_than_the_margin_is_used_once_and_not_kept(dev_shop,
 
     assert first != second
     assert len(dev_shop.token_requests) == 2
+
+
+def test_shop_info_names_the_shop_the_token_opens_and_a_refused_token_says_so(shop, clock):
+    """`shop { id name }` (https://shopify.dev/docs/api/admin-graphql/latest/queries/shop):
+    the public read privacy.py's uninstall check uses, and "Verbindung testen" will. Fails
+    before: the adapter had no public read of the shop (privacy.py called `_execute`)."""
+    admin = make_admin(shop, clock)
+
+    assert admin.shop_info() == ShopInfo(id=SHOP_ID, name=SHOP_NAME)
+    (request,) = shop.requests
+    assert (request.root, request.answer, request.actual_cost) == ("shop", "ok", 1)
+
+    shop.token = ""  # the app uninstalled: the token no longer opens the shop
+    with pytest.raises(ShopifyAdminError) as refused:
+        admin.shop_info()
+    assert refused.value.status == 401

@@ -120,6 +120,14 @@ class Subscription:
     callback_url: str
 
 
+@dataclass(frozen=True)
+class ShopInfo:
+    """The shop the credentials open: its numeric id and the name the merchant gave it."""
+
+    id: int
+    name: str
+
+
 @dataclass
 class _Bucket:
     """Shopify's throttleStatus as last reported, stamped with our clock."""
@@ -461,6 +469,14 @@ ITEM_QUERY = f"""query InventoryItemLevels($id: ID!, $first: Int!, $after: Strin
 }}"""
 
 
+# The `shop` query returns the Shop the credentials belong to; `id` and `name` ("The shop's
+# name", String!) need no access scope beyond a working token
+# (https://shopify.dev/docs/api/admin-graphql/latest/queries/shop,
+# https://shopify.dev/docs/api/admin-graphql/latest/objects/Shop). An object costs 1 point.
+SHOP_QUERY = "query ShopInfo { shop { id name } }"
+SHOP_COST = 1
+
+
 def _subscriptions_query(uri: bool) -> str:
     """The listing query for the version's schema: `uri`, or the older HTTP endpoint union."""
     target = "uri" if uri else "endpoint { __typename ... on WebhookHttpEndpoint { callbackUrl } }"
@@ -638,6 +654,23 @@ class ShopifyAdmin:
                 updated_at=_parse_time(updated_at),
             )
 
+    # --- the shop --------------------------------------------------------------------------
+
+    def shop_info(self) -> ShopInfo:
+        """The shop these credentials open, read-only: whether our access works, and for whom.
+
+        The cheapest question the Admin API answers with any valid token; a refused token
+        raises ShopifyAdminError with its HTTP status (401/403 once the app was uninstalled).
+        """
+        data = self._execute(SHOP_QUERY, {}, kind="shop")
+        shop = data.get("shop")
+        if not isinstance(shop, dict) or not str(shop.get("id", "")).startswith(
+            "gid://shopify/Shop/"
+        ):
+            raise ShopifyAdminError(f"unexpected shop in Shopify answer: {shop!r}"[:300])
+        name = shop.get("name")
+        return ShopInfo(id=_id_from_gid(shop["id"]), name=name if isinstance(name, str) else "")
+
     # --- webhooks --------------------------------------------------------------------------
 
     def list_webhook_subscriptions(self) -> list[Subscription]:
@@ -719,6 +752,8 @@ class ShopifyAdmin:
             return 1 + 2 + first
         if kind == "subscriptions":
             return 2 + first
+        if kind == "shop":
+            return SHOP_COST
         return MUTATION_COST
 
     def _cost_limit(self) -> int:
