@@ -85,7 +85,7 @@ class DeliveryAdmin(admin.ModelAdmin):
             text = raw.decode("utf-8", errors="replace")
         return format_html("<pre style='white-space: pre-wrap'>{}</pre>", text)
 
-    @admin.action(description=_("Replay selected failed or dead deliveries"))
+    @admin.action(description=_("Replay selected failed, dead or refused deliveries"))
     def replay(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         replayed = inbox.replay(ids)
@@ -96,7 +96,8 @@ class DeliveryAdmin(admin.ModelAdmin):
         if skipped:
             self.message_user(
                 request,
-                _("Skipped %(count)d that are neither failed nor dead.") % {"count": skipped},
+                _("Skipped %(count)d that are neither failed, dead nor refused.")
+                % {"count": skipped},
                 messages.WARNING,
             )
 

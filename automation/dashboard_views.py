@@ -22,6 +22,9 @@ STATUS_COLORS = {
     "invalid": "#8e6cc4",
     "failed": "#e6952e",
     "dead": "#ba2121",
+    # a shop/redact we would not carry out: between `invalid` (refused input) and `dead` (needs
+    # the merchant), and told apart from both in the stacked chart
+    "refused": "#a3478f",
 }
 ARM_COLORS = {"none": "#9aa5ad", "plain": "#417690", "discount": "#c7792b"}
 

@@ -377,7 +377,7 @@ def test_replaying_a_done_delivery_is_a_409_saying_why(staff, queue):
     response = staff.post(f"/api/deliveries/{done.pk}/replay/")
     assert response.status_code == 409
     assert response.data["detail"] == (
-        f"Delivery {done.pk} is done: only failed or dead deliveries can be replayed."
+        f"Delivery {done.pk} is done: only failed, dead or refused deliveries can be replayed."
     )
     assert queue.job_ids == []
 

@@ -18,7 +18,7 @@ _detail = inline_serializer("Detail", {"detail": serializers.CharField()})
 
 
 class NotReplayable(APIException):
-    """Only failed or dead deliveries go through the pipeline again."""
+    """Only failed, dead or refused deliveries go through the pipeline again."""
 
     status_code = status.HTTP_409_CONFLICT
     default_code = "not_replayable"
@@ -71,15 +71,16 @@ class DeliveryViewSet(QueryFilterMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={202: _detail, 409: _detail})
     @action(detail=True, methods=["post"], permission_classes=[IsAdminUser, ChangePermission])
     def replay(self, request: Request, pk: str | None = None) -> Response:
-        """Send a failed or dead delivery through the same path again, like the admin action.
+        """Send a failed, dead or refused delivery through the same path again, like the admin
+        action (a refused `shop/redact` is checked anew).
 
         It changes the row (status, error, attempts), so it asks for `change`, as the admin's
         replay action does."""
         delivery = self.get_object()
         if not inbox.replay([delivery.pk]):
             raise NotReplayable(
-                f"Delivery {delivery.pk} is {delivery.status}: only failed or dead deliveries "
-                "can be replayed."
+                f"Delivery {delivery.pk} is {delivery.status}: only failed, dead or refused "
+                "deliveries can be replayed."
             )
         return Response(
             {"detail": f"Delivery {delivery.pk} is queued again."}, status=status.HTTP_202_ACCEPTED
