@@ -198,7 +198,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(WEBHOOK_MAX_BODY_BYTES + 1, 2_621_440)
 DELIVERY_RETRY_INTERVALS = env.list(
     "DELIVERY_RETRY_INTERVALS", cast=int, default=[10, 60, 300, 900, 3600]
 )
-# A delivery still `received` after this many seconds is enqueued again by the sweeper.
+# After this many seconds without a live job in Redis, the sweeper takes over a delivery still
+# `received` or `failed`, and a reminder evaluation past its due time.
 DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
 # Raw bodies are dropped after this many days by the nightly run; the metadata stays.
 DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
