@@ -1,6 +1,12 @@
-"""Webhook senders: each module verifies its own signature and normalises a delivery."""
+"""Webhook senders: each module verifies its own signature and normalises a delivery.
+
+The topic modules (`shopify_inventory`, `shopify_checkouts`, `shopify_privacy`,
+`stripe_checkouts`) turn a stored body into a typed event, and `events` says which parser
+belongs to which (source, topic): handlers never see JSON.
+"""
 
 import functools
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -54,6 +60,15 @@ def read_body(request: HttpRequest) -> bytes:
     if len(body) > limit:
         raise PayloadTooLarge(f"body larger than {limit} bytes")
     return body
+
+
+def load_body(body: bytes | memoryview) -> object:
+    """The JSON value of a delivery's raw body: the one place a body is decoded.
+
+    Raises what `json.loads` raises (ValueError, RecursionError for absurd nesting); callers
+    decide whether that makes the delivery invalid (the intake) or is a failure to retry.
+    """
+    return json.loads(bytes(body))
 
 
 def header(request: HttpRequest, name: str) -> str:

@@ -1,0 +1,98 @@
+"""Readers for the fields of vendor bodies: each returns a typed value or raises InvalidPayload.
+
+The reason texts name the field, so a delivery that ends `invalid` tells the merchant which
+value was unusable.
+"""
+
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+
+from ..exceptions import InvalidPayload
+from . import parse_timestamp
+
+NOT_AN_OBJECT = "body is not a JSON object"
+_BIGINT = 2**63 - 1
+
+
+def json_object(payload: object, problem: str = NOT_AN_OBJECT) -> dict:
+    """The body as a dict; anything else (a list, a string, a number) is unusable."""
+    if not isinstance(payload, dict):
+        raise InvalidPayload(problem)
+    return payload
+
+
+def text(value: object, name: str, limit: int, *, required: bool = False) -> str:
+    """A string of at most `limit` characters, stripped; null is "" unless `required`."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidPayload(f"{name} must be a{' non-empty' if required else ''} string")
+    if len(value) > limit:
+        raise InvalidPayload(f"{name} is longer than {limit} characters")
+    return value.strip()
+
+
+def amount(value: object, name: str) -> Decimal:
+    """A non-negative money amount below 10^10, as Shopify's decimal strings carry it."""
+    if type(value) not in (str, int):
+        raise InvalidPayload(f"{name} must be a decimal string")
+    try:
+        parsed = Decimal(str(value))
+    except InvalidOperation:
+        raise InvalidPayload(f"{name} must be a decimal string") from None
+    if not parsed.is_finite() or not 0 <= parsed < Decimal("1e10"):
+        raise InvalidPayload(f"{name} must be a non-negative amount")
+    return parsed.quantize(Decimal("0.01"))
+
+
+def positive_int(payload: dict, key: str, limit: int = _BIGINT) -> int:
+    """`payload[key]` as a positive integer up to `limit` (a bool is not one)."""
+    value = payload.get(key)
+    if type(value) is not int or not 0 < value <= limit:
+        raise InvalidPayload(f"{key} must be a positive integer")
+    return value
+
+
+def optional_id(value: object) -> int | None:
+    """A positive 64-bit id, or None for anything else (ids we only keep when usable)."""
+    return value if type(value) is int and 0 < value < 2**63 else None
+
+
+def shopify_customer_id(value: object) -> int | None:
+    """A Shopify customer id (a positive 64-bit integer, also accepted as a digit string)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    return value if type(value) is int and 0 < value < 2**63 else None
+
+
+def timestamp(value: object, name: str, *, required: bool) -> datetime | None:
+    """An ISO 8601 instant with offset; null is None unless `required`."""
+    if value is None and not required:
+        return None
+    parsed = parse_timestamp(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise InvalidPayload(f"{name} must be an ISO 8601 timestamp with offset")
+    return parsed
+
+
+def raw_email(value: object, name: str) -> str:
+    """The sender's address field as given: a string or null, anything else is malformed."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidPayload(f"{name} must be a string")
+    return value
+
+
+def phone(*candidates: object) -> str:
+    """The first phone number given as a string; we keep only its pseudonym, for redaction."""
+    return next((value[:64] for value in candidates if isinstance(value, str) and value), "")
+
+
+def dig(payload: object, *keys: str) -> object:
+    """`payload[k1][k2]…`, or None as soon as a level is not an object."""
+    for key in keys:
+        if not isinstance(payload, dict):
+            return None
+        payload = payload.get(key)
+    return payload

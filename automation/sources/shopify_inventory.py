@@ -1,0 +1,35 @@
+"""Shopify's `inventory_levels/update`: one location's stock of one item at a moment."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..exceptions import InvalidPayload
+from . import parse_timestamp
+from .fields import json_object, positive_int
+
+_INT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class LevelUpdate:
+    """One location's stock at a moment, as Shopify reported it."""
+
+    inventory_item_id: int
+    location_id: int
+    available: int | None
+    updated_at: datetime
+
+
+def parse_level(payload: object) -> LevelUpdate:
+    """Validate an `inventory_levels/update` body; anything unusable raises InvalidPayload."""
+    payload = json_object(payload)
+    item = positive_int(payload, "inventory_item_id")
+    location = positive_int(payload, "location_id")
+    available = payload.get("available", "missing")
+    if available is not None and (type(available) is not int or not -_INT <= available <= _INT):
+        raise InvalidPayload("available must be an integer or null")
+    updated_at = payload.get("updated_at")
+    parsed = parse_timestamp(updated_at) if isinstance(updated_at, str) else None
+    if parsed is None:
+        raise InvalidPayload("updated_at must be an ISO 8601 timestamp with offset")
+    return LevelUpdate(item, location, available, parsed)
