@@ -4,7 +4,6 @@ Runs with Debian's Chromium (/usr/bin/chromium) through Playwright; skipped wher
 installed (`.ci/run` installs it).
 """
 
-import os
 import shutil
 from pathlib import Path
 
@@ -22,9 +21,11 @@ SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
 
 
 @pytest.fixture
-def browser():
+def browser(monkeypatch):
     sync_api = pytest.importorskip("playwright.sync_api")
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the live server's ORM calls
+    # The live server's ORM calls; undone after the test, or later `check --deploy` runs in
+    # subprocesses inherit it and fail on async.E001.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
