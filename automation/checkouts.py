@@ -33,6 +33,7 @@ from .decisions import (
     Probabilities,
     ReminderChoice,
     choose_reminder,
+    recent_discount,
 )
 from .exceptions import InvalidPayload
 from .inbox import Outcome, handles
@@ -652,7 +653,7 @@ def _discount_block(checkout: CheckoutState, config: ReminderSettings) -> str:
         email__iexact=checkout.email, arm=Arm.DISCOUNT, sent_at__gte=since
     )
     if recent.exists():
-        return f"address got a discount within {config.discount_cooldown_days} days"
+        return recent_discount(config.discount_cooldown_days)
     return ""
 
 

@@ -19,8 +19,22 @@ DEFAULT_MARGIN_RATE = Decimal("0.40")
 DISCOUNT_COOLDOWN_DAYS = 30
 """An address that got a discount within this many days gets no discount arm."""
 
+DEFAULT_P0 = Decimal("0.04")
+"""Share of abandoned checkouts that complete without any mail, until we have our own data."""
+DEFAULT_P_PLAIN = Decimal("0.08")
+"""Share that complete after a plain reminder."""
+DEFAULT_P_DISCOUNT = Decimal("0.11")
+"""Share that complete after a reminder with a discount code."""
+DEFAULT_DISCOUNT_RATE = Decimal("0.10")
+"""The discount the code gives, as a share of the basket."""
+
 NO_DISCOUNT_CODE = "no discount code configured"
-RECENT_DISCOUNT = f"address got a discount within the last {DISCOUNT_COOLDOWN_DAYS} days"
+
+
+def recent_discount(cooldown_days: int) -> str:
+    """Why the discount arm is closed to an address that got a discount within the cooldown."""
+    return f"address got a discount within {cooldown_days} days"
+
 
 CENT = Decimal("0.01")
 GAIN_PLACES = Decimal("0.0001")
@@ -131,10 +145,10 @@ class MarginRule:
 class Probabilities:
     """Completion rates per arm and the discount offered; defaults until we have our own data."""
 
-    p0: Decimal = Decimal("0.04")
-    p_plain: Decimal = Decimal("0.08")
-    p_discount: Decimal = Decimal("0.11")
-    discount_rate: Decimal = Decimal("0.10")
+    p0: Decimal = DEFAULT_P0
+    p_plain: Decimal = DEFAULT_P_PLAIN
+    p_discount: Decimal = DEFAULT_P_DISCOUNT
+    discount_rate: Decimal = DEFAULT_DISCOUNT_RATE
 
     def __post_init__(self) -> None:
         for name in ("p0", "p_plain", "p_discount", "discount_rate"):

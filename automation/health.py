@@ -1,7 +1,5 @@
 """What the service needs to do its job, each part "ok ..." or a short reason it is not."""
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -10,9 +8,9 @@ from rq import Worker
 from rq.scheduler import RQScheduler
 
 from . import reminder_mail
+from .models import ReconcileRun
 from .queues import default_queue, redis_client
-
-RECONCILE_MAX_AGE = timedelta(hours=26)
+from .reconcile import OVERDUE_AFTER
 
 
 def _database() -> str:
@@ -49,8 +47,6 @@ def _scheduler() -> str:
 
 
 def _reconciliation() -> str:
-    from .models import ReconcileRun
-
     try:
         last = ReconcileRun.objects.exclude(finished_at=None).order_by("-finished_at").first()
     except Exception as err:
@@ -59,7 +55,7 @@ def _reconciliation() -> str:
         return "error: never ran"
     age = timezone.now() - last.finished_at
     hours = age.total_seconds() / 3600
-    if age > RECONCILE_MAX_AGE:
+    if age > OVERDUE_AFTER:
         return f"error: last run {hours:.0f} h ago"
     return f"ok ({hours:.1f} h ago, {last.get_status_display()})"
 

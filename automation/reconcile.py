@@ -32,6 +32,8 @@ REQUIRED_TOPICS = (
     "orders/create",
 )
 OVERDUE_AFTER = timedelta(hours=26)
+"""A nightly run is missing once the last one is this old (a day plus two hours of slack): the
+overdue check runs one then, and /healthz reports the reconciliation as failing."""
 Status = ReconcileRun.Status
 
 

@@ -18,7 +18,8 @@ from django_rq import urls as rq_urls
 from django_rq.admin import QueueAdmin
 from django_rq.models import Dashboard
 
-from automation import dashboard_views, views
+from automation import views
+from automation.dashboard import views as dashboard_views
 
 
 def superuser_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -6,8 +6,8 @@ import pytest
 
 from automation.decisions import (
     DEFAULT_MARGIN_RATE,
+    DISCOUNT_COOLDOWN_DAYS,
     NO_DISCOUNT_CODE,
-    RECENT_DISCOUNT,
     Basket,
     Line,
     MarginRule,
@@ -16,6 +16,7 @@ from automation.decisions import (
     choose_reminder,
     expected_gain,
     margin_rate_for,
+    recent_discount,
 )
 
 D = Decimal
@@ -97,7 +98,7 @@ def test_no_lift_means_no_mail():
     assert choice.reason.startswith("none:")
 
 
-@pytest.mark.parametrize("why", [NO_DISCOUNT_CODE, RECENT_DISCOUNT])
+@pytest.mark.parametrize("why", [NO_DISCOUNT_CODE, recent_discount(DISCOUNT_COOLDOWN_DAYS)])
 def test_discount_unavailable_falls_back_to_plain_with_reason(why):
     # the 55 % basket would get the discount, were it available
     choice = choose_reminder(

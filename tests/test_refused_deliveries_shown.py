@@ -4,7 +4,7 @@ admin action, its German label and the API's 409 say so."""
 
 import pytest
 
-from automation.dashboard_views import STATUS_COLORS
+from automation.dashboard.views import STATUS_COLORS
 from automation.models import Delivery
 from tests.test_api import delivery, staff  # noqa: F401 (fixture)
 

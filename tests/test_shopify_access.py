@@ -11,12 +11,13 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
-from automation import dashboard, reconcile, shopify_access
+from automation import reconcile, shopify_access
 from automation.adapters.shopify_admin import (
     TOKEN_RENEW_MARGIN,
     ClientCredentialsTokens,
     ShopifyCredentialsError,
 )
+from automation.dashboard import data
 from tests.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
 
 SECRET = "shpss_standin_secret"
@@ -210,7 +211,7 @@ def test_dashboard_and_admin_say_the_app_configuration_owns_the_subscriptions(
     settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "toml"
     settings.SHOPIFY_ADMIN_TOKEN = TOKEN
 
-    health = dashboard.webhook_subscriptions(None)
+    health = data.webhook_subscriptions(None)
     page = admin_client.get(reverse("dashboard")).content.decode()
     runs = admin_client.get("/admin/automation/reconcilerun/").content.decode()
 
@@ -225,7 +226,7 @@ def test_the_admin_names_both_ways_when_nothing_is_configured(settings, admin_cl
     settings.SHOPIFY_CLIENT_ID = ""
 
     page = admin_client.get("/admin/automation/reconcilerun/").content.decode()
-    health = dashboard.webhook_subscriptions(None)
+    health = data.webhook_subscriptions(None)
 
     assert "SHOPIFY_CLIENT_ID" in page and "SHOPIFY_ADMIN_TOKEN" in page
     assert health.state == "not_configured"
@@ -237,4 +238,4 @@ def test_client_credentials_alone_count_as_configured_on_the_dashboard(settings)
     settings.SHOPIFY_CLIENT_ID = CLIENT_ID
     settings.SHOPIFY_CLIENT_SECRET = SECRET
 
-    assert dashboard.webhook_subscriptions(None).state == "unknown"  # configured, no run yet
+    assert data.webhook_subscriptions(None).state == "unknown"  # configured, no run yet

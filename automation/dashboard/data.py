@@ -22,9 +22,9 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from . import reconcile, shopify_access
-from .decisions import NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
-from .models import (
+from .. import reconcile, shopify_access
+from ..decisions import NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
+from ..models import (
     AdGroupAction,
     Delivery,
     ReconcileRun,
@@ -32,11 +32,10 @@ from .models import (
     ReminderSettings,
     WatchedItem,
 )
+from ..models.inventory import DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK
 
 SECONDS_PER_DAY = Decimal(86400)
 CENT = Decimal("0.01")
-DEFAULT_CLICKS_PER_DAY = Decimal("40")
-DEFAULT_COST_PER_CLICK = Decimal("0.60")
 REACTION_DAYS = 30
 DELIVERY_DAYS = 14
 

@@ -1,4 +1,4 @@
-"""The staff dashboard: one page of pictures over dashboard.py's numbers, in the admin's frame."""
+"""The staff dashboard: one page of pictures over data.py's numbers, in the admin's frame."""
 
 from decimal import Decimal
 
@@ -9,9 +9,8 @@ from django.shortcuts import render
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
-from . import charts
-from . import dashboard as data
-from .models import Delivery, ReminderDecision
+from ..models import Delivery, ReminderDecision
+from . import charts, data
 
 STATUS_COLORS = {
     "received": "#79aec8",

@@ -12,7 +12,8 @@ from .checkouts import (
 )
 from .deliveries import Delivery
 from .inventory import StockLevel, WatchedItem
-from .promotions import Promotion, PromotionAdGroup, ReconcileRun
+from .promotions import Promotion, PromotionAdGroup
+from .reconcile import ReconcileRun
 
 __all__ = [
     "AdGroupAction",

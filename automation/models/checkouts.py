@@ -8,7 +8,14 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from ..addresses import address_key, identifying_address
-from ..decisions import DEFAULT_MARGIN_RATE, DISCOUNT_COOLDOWN_DAYS
+from ..decisions import (
+    DEFAULT_DISCOUNT_RATE,
+    DEFAULT_MARGIN_RATE,
+    DEFAULT_P0,
+    DEFAULT_P_DISCOUNT,
+    DEFAULT_P_PLAIN,
+    DISCOUNT_COOLDOWN_DAYS,
+)
 
 _fraction = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
 
@@ -94,7 +101,7 @@ class ReminderSettings(models.Model):
         verbose_name=_("p0"),
         max_digits=5,
         decimal_places=4,
-        default=Decimal("0.04"),
+        default=DEFAULT_P0,
         validators=_fraction,
         help_text=_("Share of abandoned checkouts that complete without any mail (0.04 = 4 %)."),
     )
@@ -102,7 +109,7 @@ class ReminderSettings(models.Model):
         verbose_name=_("p plain"),
         max_digits=5,
         decimal_places=4,
-        default=Decimal("0.08"),
+        default=DEFAULT_P_PLAIN,
         validators=_fraction,
         help_text=_("Share that complete after a plain reminder."),
     )
@@ -110,7 +117,7 @@ class ReminderSettings(models.Model):
         verbose_name=_("p discount"),
         max_digits=5,
         decimal_places=4,
-        default=Decimal("0.11"),
+        default=DEFAULT_P_DISCOUNT,
         validators=_fraction,
         help_text=_("Share that complete after a reminder with a discount code."),
     )
@@ -118,7 +125,7 @@ class ReminderSettings(models.Model):
         verbose_name=_("discount rate"),
         max_digits=5,
         decimal_places=4,
-        default=Decimal("0.10"),
+        default=DEFAULT_DISCOUNT_RATE,
         validators=_fraction,
         help_text=_("The discount the code gives, as a share of the basket (0.10 = 10 %)."),
     )

@@ -10,6 +10,11 @@ from django.utils.translation import gettext_lazy as _
 customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
 ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a number."))
 
+DEFAULT_CLICKS_PER_DAY = Decimal("40")
+"""The seed's ad group: about 40 paid clicks a day; also the dashboard's rate for unknown groups."""
+DEFAULT_COST_PER_CLICK = Decimal("0.60")
+"""The seed's average cost of one click, in euros."""
+
 
 def default_customer_id() -> str:
     """The shop's Google Ads account, so the merchant rarely has to type it."""
@@ -62,7 +67,7 @@ class WatchedItem(models.Model):
         verbose_name=_("clicks per day"),
         max_digits=8,
         decimal_places=2,
-        default=Decimal("40"),
+        default=DEFAULT_CLICKS_PER_DAY,
         help_text=_(
             "About how many paid clicks this ad group gets a day (Google Ads shows it); "
             "the dashboard uses it to price the minutes an ad ran for a sold-out product."
@@ -72,7 +77,7 @@ class WatchedItem(models.Model):
         verbose_name=_("cost per click"),
         max_digits=8,
         decimal_places=2,
-        default=Decimal("0.60"),
+        default=DEFAULT_COST_PER_CLICK,
         help_text=_("What one click costs you on average, in euros."),
     )
 
