@@ -32,8 +32,18 @@ from .models import (
 from .privacy import mask_email
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records the merchant reads but never edits."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
         "received_at",
@@ -68,12 +78,6 @@ class DeliveryAdmin(admin.ModelAdmin):
     )
     readonly_fields = fields
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
-        return False
-
     @admin.display(description=_("body"))
     def pretty_body(self, obj: Delivery) -> str:
         if obj.body is None:
@@ -83,6 +87,9 @@ class DeliveryAdmin(admin.ModelAdmin):
             text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
         except (ValueError, RecursionError):
             text = raw.decode("utf-8", errors="replace")
+        # A JSON escape like "\ud800" decodes to a lone surrogate, which the response cannot
+        # encode as UTF-8: show it escaped, as the body spells it, instead of a 500.
+        text = text.encode("utf-8", "backslashreplace").decode()
         return format_html("<pre style='white-space: pre-wrap'>{}</pre>", text)
 
     @admin.action(description=_("Replay selected failed, dead or refused deliveries"))
@@ -145,7 +152,7 @@ class WatchedItemAdmin(admin.ModelAdmin):
 
 
 @admin.register(AdGroupAction)
-class AdGroupActionAdmin(admin.ModelAdmin):
+class AdGroupActionAdmin(ReadOnlyAdmin):
     list_display = (
         "requested_at",
         "ad_group_id",
@@ -161,26 +168,14 @@ class AdGroupActionAdmin(admin.ModelAdmin):
     date_hierarchy = "requested_at"
     list_select_related = ("delivery",)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
 
 @admin.register(StockLevel)
-class StockLevelAdmin(admin.ModelAdmin):
+class StockLevelAdmin(ReadOnlyAdmin):
     list_display = ("inventory_item_id", "location_id", "available", "updated_at", "recorded_at")
     search_fields = ("inventory_item_id", "location_id")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(ReminderSettings)
@@ -225,16 +220,6 @@ class MarginRuleAdmin(admin.ModelAdmin):
     list_display = ("__str__", "rate", "variant_id", "product_id", "sku", "vendor", "note")
     list_editable = ("rate",)
     search_fields = ("sku", "vendor", "note")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records the merchant reads but never edits."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(ReminderDecision)

@@ -1,4 +1,8 @@
-"""Claims: an action done at most once, decided by the database's unique key."""
+"""Claims: an action done at most once, decided by the database's unique key.
+
+Written with the ORM, no hand-written SQL: the unique INSERT and the conditional UPDATE are what
+correctness needs, and claims are taken once per reminder, off the webhook hot paths.
+"""
 
 from datetime import timedelta
 

@@ -350,7 +350,13 @@ def set_ad_group_status_with_retry(
     clients: list[GoogleAdsClient] = [client] if client is not None else []
 
     def attempt() -> str:
-        """Build the client lazily inside the retry so OAuth transport hiccups are retried too."""
+        """One call within the deadline; builds a client here only when the caller gave none.
+
+        The service passes its per-process client (`ads.google_client()`), built before this
+        loop: an OAuth failure while building it reaches the job as TransientAdsError and RQ's
+        retry takes it, not this loop. Tests and scripts without a client get one built here,
+        once, with an OAuth transport error retried like any transient one.
+        """
         call_timeout = timeout
         if deadline is not None:
             left = deadline - time.monotonic()

@@ -18,7 +18,6 @@ Plain values in and out; no Django here.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import time
@@ -128,14 +127,52 @@ class ShopInfo:
     name: str
 
 
-@dataclass
-class _Bucket:
-    """Shopify's throttleStatus as last reported, stamped with our clock."""
+class CostBucket:
+    """Our model of Shopify's GraphQL cost bucket: the last throttleStatus, refilled on our clock.
 
-    maximum: float
-    available: float
-    rate: float
-    observed_at: float
+    Every answer reports `extensions.cost.throttleStatus` {maximumAvailable, currentlyAvailable,
+    restoreRate}; between answers the bucket refills at restoreRate points per second up to
+    maximumAvailable, and a query runs only if the bucket holds its requested cost
+    (https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits,
+    https://shopify.dev/docs/api/usage/limits#the-leaky-bucket-algorithm). Until the first
+    report the bucket is unknown and nothing waits.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.maximum: float | None = None
+        self.available = 0.0
+        self.rate = 0.0
+        self.observed_at = 0.0
+
+    def observe(self, throttle_status: object) -> None:
+        """Take a reported throttleStatus; a malformed one only costs pacing, so it is ignored."""
+        if not isinstance(throttle_status, dict):
+            return
+        try:
+            maximum = float(throttle_status["maximumAvailable"])
+            available = float(throttle_status["currentlyAvailable"])
+            rate = float(throttle_status["restoreRate"])
+        except (KeyError, TypeError, ValueError):
+            return
+        self.maximum, self.available, self.rate = maximum, available, rate
+        self.observed_at = self._clock()  # after the server measured: errs on the safe side
+
+    def limit(self, cap: int) -> int:
+        """The most one query may request: `cap` (Shopify's single-query limit) and the size."""
+        if self.maximum is None:
+            return cap
+        return min(cap, int(self.maximum))
+
+    def wait_for(self, cost: float) -> float:
+        """Seconds until the bucket holds `cost` (0 if unknown or enough now)."""
+        if self.maximum is None or self.rate <= 0:
+            return 0.0
+        cost = min(cost, self.maximum)
+        elapsed = max(0.0, self._clock() - self.observed_at)
+        available = min(self.maximum, self.available + elapsed * self.rate)
+        wait = (cost - available) / self.rate
+        return wait if wait > 1e-6 else 0.0  # float dust is not worth a sleep
 
 
 # --- access tokens -----------------------------------------------------------------------------
@@ -533,8 +570,7 @@ class ShopifyAdmin:
         self._tokens: TokenSource = StaticToken(token) if isinstance(token, str) else token
         self._session = session or requests.Session()
         self._sleep = sleep
-        self._clock = clock
-        self._bucket: _Bucket | None = None
+        self.bucket = CostBucket(clock)  # paces every query; its own tests use a fake clock
         # (query kind, page size) → {number of ids: requestedQueryCost Shopify reported}
         self._costs: dict[tuple[str, int], dict[int, int]] = {}
         # Counters for logs and the benchmark.
@@ -758,20 +794,7 @@ class ShopifyAdmin:
 
     def _cost_limit(self) -> int:
         """The most one query may request: Shopify's single-query cap, and the bucket's size."""
-        if self._bucket is None:
-            return self.max_query_cost
-        return min(self.max_query_cost, int(self._bucket.maximum))
-
-    def _bucket_wait(self, cost: float) -> float:
-        """Seconds until our model of the bucket holds `cost` (0 if unknown or enough now)."""
-        bucket = self._bucket
-        if bucket is None or bucket.rate <= 0:
-            return 0.0
-        cost = min(cost, bucket.maximum)
-        elapsed = max(0.0, self._clock() - bucket.observed_at)
-        available = min(bucket.maximum, bucket.available + elapsed * bucket.rate)
-        wait = (cost - available) / bucket.rate
-        return wait if wait > 1e-6 else 0.0  # float dust is not worth a sleep
+        return self.bucket.limit(self.max_query_cost)
 
     def _pause(self, seconds: float) -> None:
         """Sleep for the bucket, counted so the benchmark can show where time went."""
@@ -784,16 +807,7 @@ class ShopifyAdmin:
         cost = (body.get("extensions") or {}).get("cost")
         if not isinstance(cost, dict):
             return None
-        status = cost.get("throttleStatus")
-        if isinstance(status, dict):
-            # A malformed status only costs us pacing, not correctness.
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                self._bucket = _Bucket(
-                    maximum=float(status["maximumAvailable"]),
-                    available=float(status["currentlyAvailable"]),
-                    rate=float(status["restoreRate"]),
-                    observed_at=self._clock(),  # after the server measured: errs on the safe side
-                )
+        self.bucket.observe(cost.get("throttleStatus"))
         actual = cost.get("actualQueryCost")
         if isinstance(actual, int | float):
             self.actual_cost += int(actual)
@@ -819,13 +833,13 @@ class ShopifyAdmin:
         estimate = self.estimate_cost(kind, count, first)
         last_wait: float | None = None
         for attempt in range(self.max_retries + 1):
-            self._pause(self._bucket_wait(estimate))
+            self._pause(self.bucket.wait_for(estimate))
             response = self._post({"query": query, "variables": variables}, idempotent=not mutation)
             if response.status_code == 429:
                 self.throttled += 1
                 last_wait = _retry_after(response)
                 if last_wait is None:
-                    last_wait = self._bucket_wait(estimate) or _DEFAULT_RETRY_AFTER
+                    last_wait = self.bucket.wait_for(estimate) or _DEFAULT_RETRY_AFTER
                 if attempt < self.max_retries:
                     self._pause(last_wait)
                 continue
@@ -842,7 +856,7 @@ class ShopifyAdmin:
             codes = _error_codes(errors)
             if THROTTLED in codes:
                 self.throttled += 1
-                last_wait = max(self._bucket_wait(estimate), _MIN_THROTTLED_WAIT)
+                last_wait = max(self.bucket.wait_for(estimate), _MIN_THROTTLED_WAIT)
                 if attempt < self.max_retries:
                     self._pause(last_wait)
                 continue
