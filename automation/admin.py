@@ -30,6 +30,7 @@ from .models import (
     WatchedItem,
 )
 from .privacy import mask_email
+from .sources import load_body
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -84,7 +85,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
             return _("(dropped after the retention period)")
         raw = bytes(obj.body)
         try:
-            text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+            text = json.dumps(load_body(raw), indent=2, ensure_ascii=False)
         except (ValueError, RecursionError):
             text = raw.decode("utf-8", errors="replace")
         # A JSON escape like "\ud800" decodes to a lone surrogate, which the response cannot

@@ -2,7 +2,6 @@
 
 import contextlib
 import functools
-import json
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -22,7 +21,8 @@ from .exceptions import InvalidPayload, PermanentError
 from .log_context import delivery_context
 from .models import Delivery
 from .queues import LIVE_JOB_STATES, default_queue, job_is_alive, job_states
-from .sources import Incoming
+from .sources import Incoming, load_body
+from .sources.events import Event, parse_event
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,9 @@ class Outcome:
     note: str = ""
 
 
-Handler = Callable[[Delivery], Outcome]
+# A handler takes its topic's typed event (automation/sources/events.py) and the delivery,
+# for its id, shop and logging.
+Handler = Callable[[Event | None, Delivery], Outcome]
 HANDLERS: dict[tuple[str, str], Handler] = {}
 
 
@@ -313,7 +315,9 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     if handler is None:
         return _finish(delivery, Outcome(Status.IGNORED, f"no handler for {delivery.topic}"))
     try:
-        outcome = handler(delivery)
+        # Parsed once, here: the handler gets the typed event (automation/sources/events.py).
+        event = parse_event(delivery.source, delivery.topic, delivery.body, delivery.shop_domain)
+        outcome = handler(event, delivery)
     except InvalidPayload as err:
         return _finish(delivery, Outcome(Status.INVALID, str(err)))
     except PermanentError as err:
@@ -404,7 +408,7 @@ def unstorable_text(delivery: Delivery, err: BaseException) -> str:
     if not isinstance(err, _UNSTORABLE_ERRORS) or delivery.body is None:
         return ""
     try:
-        payload = json.loads(bytes(delivery.body))
+        payload = load_body(delivery.body)
     except (ValueError, RecursionError):
         return ""
     found = _first_unstorable_string(payload)

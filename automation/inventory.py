@@ -1,10 +1,8 @@
 """Stock levels with a stale guard, and the pause/enable decision for watched ad groups."""
 
 import functools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import NamedTuple
 
 from django.db import connection, transaction
@@ -12,47 +10,12 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from . import ads, rows
-from .exceptions import InvalidPayload, PermanentAdsError, TransientAdsError
+from .exceptions import PermanentAdsError, TransientAdsError
 from .inbox import Outcome, handles, settle
 from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
-from .sources import parse_timestamp
+from .sources.shopify_inventory import LevelUpdate
 
 Status = Delivery.Status
-_BIGINT = 2**63 - 1
-_INT = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class LevelUpdate:
-    """One location's stock at a moment, as Shopify reported it."""
-
-    inventory_item_id: int
-    location_id: int
-    available: int | None
-    updated_at: datetime
-
-
-def parse_level(payload: object) -> LevelUpdate:
-    """Validate an `inventory_levels/update` body; anything unusable raises InvalidPayload."""
-    if not isinstance(payload, dict):
-        raise InvalidPayload("body is not a JSON object")
-    item = _positive_int(payload, "inventory_item_id", _BIGINT)
-    location = _positive_int(payload, "location_id", _BIGINT)
-    available = payload.get("available", "missing")
-    if available is not None and (type(available) is not int or not -_INT <= available <= _INT):
-        raise InvalidPayload("available must be an integer or null")
-    updated_at = payload.get("updated_at")
-    parsed = parse_timestamp(updated_at) if isinstance(updated_at, str) else None
-    if parsed is None:
-        raise InvalidPayload("updated_at must be an ISO 8601 timestamp with offset")
-    return LevelUpdate(item, location, available, parsed)
-
-
-def _positive_int(payload: dict, key: str, limit: int) -> int:
-    value = payload.get(key)
-    if type(value) is not int or not 0 < value <= limit:
-        raise InvalidPayload(f"{key} must be a positive integer")
-    return value
 
 
 def store_level(update: LevelUpdate) -> int | None:
@@ -246,7 +209,6 @@ def _combined(errors: list[Exception]) -> Exception:
 
 
 @handles("shopify", "inventory_levels/update")
-def handle_inventory_level(delivery: Delivery) -> Outcome:
+def handle_inventory_level(update: LevelUpdate, delivery: Delivery) -> Outcome:
     """Shopify's `inventory_levels/update`: one location's new stock for one item."""
-    update = parse_level(json.loads(bytes(delivery.body)))
     return apply_level(update, source=AdGroupAction.Source.WEBHOOK, delivery=delivery)

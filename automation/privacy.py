@@ -4,15 +4,15 @@ A delivery and a checkout carry pseudonyms of the customer's e-mail, Shopify cus
 phone number, so `customers/redact` finds them by whichever of the three the request names.
 
 Shopify signs only the body: the topic and shop headers travel unsigned, so a captured body
-of any topic can be re-sent under a privacy topic. Each handler therefore checks that the body
-has its topic's shape and names the shop of the delivery's header (a mismatch ends `invalid`
-with the reason), and `shop/redact`, which wipes the whole shop, also asks the shop's Admin API
-whether our access really ended before it deletes anything.
+of any topic can be re-sent under a privacy topic. Each body is checked at the edge for its
+topic's shape and for naming the shop of the delivery's header
+(automation/sources/shopify_privacy.py; a mismatch ends `invalid` with the reason), and
+`shop/redact`, which wipes the whole shop, also asks the shop's Admin API whether our access
+really ended before it deletes anything.
 """
 
 import enum
 import hashlib
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -24,9 +24,9 @@ from django.db.models import Q
 from . import alerts, claims, reconcile, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
 from .addresses import address_key, identifying_address
-from .exceptions import InvalidPayload
 from .inbox import Outcome, handles
 from .models import CheckoutState, DataRequest, Delivery, ReminderDecision
+from .sources.shopify_privacy import DataRequestBody, RedactRequest, ShopRedactRequest
 
 logger = logging.getLogger(__name__)
 
@@ -93,87 +93,16 @@ def customer_refs(email: str = "", customer_id: int | None = None, phone: str = 
     return {name: ref for name, ref in refs.items() if ref}
 
 
-def shopify_customer_id(value: object) -> int | None:
-    """A Shopify customer id (a positive 64-bit integer, also accepted as a digit string)."""
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
-    return value if type(value) is int and 0 < value < 2**63 else None
-
-
-def _payload(delivery: Delivery) -> dict:
-    payload = json.loads(bytes(delivery.body))
-    if not isinstance(payload, dict):
-        raise InvalidPayload("body is not a JSON object")
-    return payload
-
-
-def check_shop(topic: str, named: str, header: str) -> None:
-    """The body's `shop_domain` must be the shop of the delivery's (unsigned) header.
-
-    Shopify's privacy payloads name their shop (`shop_domain`, e.g. `{shop}.myshopify.com`:
-    https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance), and the
-    `X-Shopify-Shop-Domain` header is the same myshopify domain. A body that names another shop
-    was captured elsewhere and re-sent with our shop's header, so it is refused as invalid.
-    """
-    if named.strip().lower() != header.strip().lower():
-        raise InvalidPayload(f"{topic} body names shop {named.strip()!r}, header {header!r}")
-
-
-@dataclass(frozen=True)
-class RedactRequest:
-    """A `customers/redact` body, checked: the customer by id, and e-mail or phone if sent."""
-
-    shop_domain: str
-    customer_id: int
-    email: str = ""
-    phone: str = ""
-    orders_to_redact: tuple = ()
-
-    def identifiers(self) -> list[str]:
-        """Which identifiers the request carries, for the note (never the values)."""
-        named = [("id", True), ("e-mail", self.email), ("phone", phone_ref(self.phone))]
-        return [name for name, present in named if present]
-
-
-def parse_customer_redact(payload: dict) -> RedactRequest:
-    """Check a `customers/redact` body's shape for its topic; InvalidPayload when unusable.
-
-    Shopify documents the payload as `shop_id`, `shop_domain`, `customer {id, email, phone}`
-    and `orders_to_redact`, and notes that a customer may be known by a phone only
-    (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance,
-    "customers/redact"). The id and the order list are always there; e-mail and phone are
-    optional, and one of the wrong type is treated as absent rather than refusing the request:
-    redacting by id is still owed.
-    """
-    shop_domain = payload.get("shop_domain")
-    if not isinstance(shop_domain, str) or not shop_domain.strip():
-        raise InvalidPayload("customers/redact needs shop_domain")
-    customer = payload.get("customer")
-    if not isinstance(customer, dict):
-        raise InvalidPayload("customers/redact needs a customer object")
-    customer_id = shopify_customer_id(customer.get("id"))
-    if customer_id is None:
-        raise InvalidPayload("customers/redact needs customer.id")
-    orders = payload.get("orders_to_redact")
-    if not isinstance(orders, list):
-        raise InvalidPayload("customers/redact needs orders_to_redact (a list)")
-    email = customer.get("email")
-    phone = customer.get("phone")
-    return RedactRequest(
-        shop_domain=shop_domain.strip(),
-        customer_id=customer_id,
-        email=email.strip() if isinstance(email, str) and "@" in email else "",
-        phone=phone if isinstance(phone, str) else "",
-        orders_to_redact=tuple(orders),
-    )
+def _identifiers(request: RedactRequest) -> list[str]:
+    """Which identifiers the request carries, for the note (never the values)."""
+    named = [("id", True), ("e-mail", request.email), ("phone", phone_ref(request.phone))]
+    return [name for name, present in named if present]
 
 
 @handles("shopify", "customers/redact")
-def handle_customer_redact(delivery: Delivery) -> Outcome:
+def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcome:
     """Delete the customer's checkouts and decisions, drop their raw bodies; by id, e-mail or
     phone, whichever the request carries."""
-    request = parse_customer_redact(_payload(delivery))
-    check_shop("customers/redact", request.shop_domain, delivery.shop_domain)
     # Checkouts and decisions store the normalised address (automation/addresses.py), bodies
     # its pseudonym: both are found by the address's key, whatever spelling the request uses
     # (an IDN domain in Unicode or in A-labels, a quoted local part, another case).
@@ -206,7 +135,7 @@ def handle_customer_redact(delivery: Delivery) -> Outcome:
             .update(body=None)
         )
         Delivery.objects.filter(pk=delivery.pk).update(body=None, **refs)
-    by = ", ".join(request.identifiers())
+    by = ", ".join(_identifiers(request))
     return Outcome(
         Delivery.Status.DONE,
         f"customer redacted (by {by}): {count} rows deleted, {bodies} bodies dropped",
@@ -226,32 +155,6 @@ ACCESS_ENDED_STATUSES = frozenset({401, 403})
 # One alert per shop in this period, however often a refused `shop/redact` arrives (a replayed
 # body would otherwise mail the merchant once per copy).
 REFUSED_ALERT_EVERY = timedelta(hours=24)
-
-
-@dataclass(frozen=True)
-class ShopRedactRequest:
-    """A `shop/redact` body, checked: the shop by id and by its myshopify domain."""
-
-    shop_id: int
-    shop_domain: str
-
-
-def parse_shop_redact(payload: dict, header_shop: str) -> ShopRedactRequest:
-    """Check a `shop/redact` body's shape and shop; InvalidPayload when it is not one.
-
-    Shopify documents the payload as `{"shop_id": 954889, "shop_domain": "{shop}.myshopify.com"}`
-    (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance, "shop/redact").
-    Both must be there and `shop_domain` must be the header's shop: an `inventory_levels/update`
-    body re-sent as `shop/redact` carries neither, and wipes nothing.
-    """
-    shop_id = payload.get("shop_id")
-    if type(shop_id) is not int or not 0 < shop_id < 2**63:
-        raise InvalidPayload("not a shop/redact body: shop_id must be a positive integer")
-    shop_domain = payload.get("shop_domain")
-    if not isinstance(shop_domain, str) or not shop_domain.strip():
-        raise InvalidPayload("not a shop/redact body: missing shop_domain")
-    check_shop("shop/redact", shop_domain, header_shop)
-    return ShopRedactRequest(shop_id=shop_id, shop_domain=shop_domain.strip().lower())
 
 
 class AdminAccess(enum.StrEnum):
@@ -310,7 +213,7 @@ def check_admin_access() -> AccessCheck:
 
 
 @handles("shopify", "shop/redact")
-def handle_shop_redact(delivery: Delivery) -> Outcome:
+def handle_shop_redact(request: ShopRedactRequest, delivery: Delivery) -> Outcome:
     """Delete everything we keep of the shop, once its body and the Admin API agree.
 
     Shopify sends `shop/redact` 48 hours after the app was uninstalled
@@ -318,7 +221,6 @@ def handle_shop_redact(delivery: Delivery) -> Outcome:
     the shop's Admin API must refuse us (our access ended); while it still answers, the request
     is refused, nothing is deleted and the merchant is told.
     """
-    request = parse_shop_redact(_payload(delivery), delivery.shop_domain)
     check = check_admin_access()
     if check.access is not AdminAccess.ENDED:
         return _refuse_shop_redact(delivery, request, check)
@@ -372,53 +274,9 @@ def _refusal_text(delivery: Delivery, note: str) -> str:
 # --- customers/data_request -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DataRequestBody:
-    """A `customers/data_request` body, checked."""
-
-    shop_domain: str
-    request_id: int
-    customer_id: int
-    email: str = ""
-    orders_requested: tuple = ()
-
-
-def parse_data_request(payload: dict, header_shop: str) -> DataRequestBody:
-    """Check a `customers/data_request` body's shape and shop; InvalidPayload when it is not one.
-
-    Shopify documents `shop_id`, `shop_domain`, `orders_requested`, `customer {id, email, phone}`
-    and `data_request {id}` (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance,
-    "customers/data_request"). The shop, the customer's id and the request's id must be there.
-    """
-    shop_domain = payload.get("shop_domain")
-    if not isinstance(shop_domain, str) or not shop_domain.strip():
-        raise InvalidPayload("not a customers/data_request body: missing shop_domain")
-    check_shop("customers/data_request", shop_domain, header_shop)
-    customer = payload.get("customer")
-    customer_id = shopify_customer_id(customer.get("id")) if isinstance(customer, dict) else None
-    if customer_id is None:
-        raise InvalidPayload("not a customers/data_request body: missing customer.id")
-    data_request = payload.get("data_request")
-    request_id = data_request.get("id") if isinstance(data_request, dict) else None
-    if type(request_id) is not int or not 0 < request_id < 2**63:
-        raise InvalidPayload("not a customers/data_request body: missing data_request.id")
-    orders = payload.get("orders_requested", [])
-    if not isinstance(orders, list):
-        raise InvalidPayload("customers/data_request needs orders_requested (a list)")
-    email = customer.get("email")
-    return DataRequestBody(
-        shop_domain=shop_domain.strip().lower(),
-        request_id=request_id,
-        customer_id=customer_id,
-        email=email.strip()[:254] if isinstance(email, str) else "",
-        orders_requested=tuple(orders),
-    )
-
-
 @handles("shopify", "customers/data_request")
-def handle_data_request(delivery: Delivery) -> Outcome:
+def handle_data_request(request: DataRequestBody, delivery: Delivery) -> Outcome:
     """Record the request so the merchant can answer it from the admin."""
-    request = parse_data_request(_payload(delivery), delivery.shop_domain)
     DataRequest.objects.create(
         shop_domain=delivery.shop_domain,
         customer_email=request.email,

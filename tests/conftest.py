@@ -76,7 +76,7 @@ def handler():
         def __init__(self) -> None:
             self.calls = []
 
-        def __call__(self, delivery):
+        def __call__(self, event, delivery):
             self.calls.append(delivery.pk)
             if self.behaviour == "fail":
                 raise RuntimeError("handler failed on purpose")

@@ -10,7 +10,6 @@ import pytest
 from django.core import mail, signing
 from django.urls import reverse
 
-from automation import checkouts
 from automation.addresses import (
     MAX_ADDRESS_CHARS,
     MAX_LOCAL_PART_CHARS,
@@ -22,6 +21,7 @@ from automation.checkouts import INVALID_EMAIL
 from automation.models import CheckoutState, Delivery, ReminderDecision, SuppressedAddress
 from automation.privacy import email_ref
 from automation.reminder_mail import UNSUBSCRIBE_SALT, unsubscribe_token
+from automation.sources import stripe_checkouts
 from tests.signing import post_shopify, post_stripe
 from tests.test_checkouts import (  # noqa: F401 (shop: a fixture, used by name)
     EMAIL,
@@ -224,7 +224,7 @@ def test_a_quoted_stripe_address_is_suppressed_like_the_plain_one(client, run_wo
     session = stripe_session(
         consent={"promotions": "opt_in"}, customer_details={"email": '"kundin"@Example.com'}
     )
-    assert checkouts.parse_stripe_session(stripe_event(session)).email == EMAIL
+    assert stripe_checkouts.parse_stripe_session(stripe_event(session)).email == EMAIL
     post_stripe(client, stripe_event(session))
     run_worker()
     assert not mail.outbox

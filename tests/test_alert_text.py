@@ -28,7 +28,7 @@ def _assert_literal(text: str, expected: str) -> None:
 
 
 def test_dead_delivery_alert_shows_the_error_and_topic_as_written(client, run_worker):
-    def permanent(delivery):
+    def permanent(_event, delivery):
         raise PermanentError(MARKUP)
 
     topic = """test/<"dead">&'"""

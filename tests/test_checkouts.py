@@ -21,6 +21,8 @@ from automation.models import (
     ReminderSettings,
     SuppressedAddress,
 )
+from automation.sources import shopify_checkouts, stripe_checkouts
+from automation.sources.checkout_version import CheckoutVersion
 from tests.signing import post_shopify, post_stripe
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -213,14 +215,14 @@ def test_stale_checkout_message_is_marked_stale(client, run_worker, shop):
 
 
 def test_completed_checkout_never_reopens(shop):
-    base = checkouts.parse_shopify_checkout(
+    base = shopify_checkouts.parse_shopify_checkout(
         checkout_body(minutes_ago=10), "elbkerzen.myshopify.com"
     )
-    done = checkouts.CheckoutVersion(
+    done = CheckoutVersion(
         **{**base.__dict__, "completed_at": timezone.now(), "updated_at": base.updated_at}
     )
     checkouts.store_checkout(done)
-    later = checkouts.CheckoutVersion(
+    later = CheckoutVersion(
         **{**base.__dict__, "updated_at": base.updated_at + timedelta(minutes=1)}
     )
     stored = checkouts.store_checkout(later)
@@ -411,7 +413,7 @@ def test_margin_rule_needs_exactly_one_matcher(admin_client):
 
 
 def test_parse_stripe_session_reads_consent_email_link_and_amount():
-    version = checkouts.parse_stripe_session(stripe_expired())
+    version = stripe_checkouts.parse_stripe_session(stripe_expired())
     assert version.accepts_marketing is True
     assert version.email == EMAIL
     assert version.total_price == Decimal("40.00")

@@ -11,8 +11,9 @@ from django.core import mail
 from django.db import connection, transaction
 
 from automation import inventory
-from automation.inventory import LevelUpdate, apply_level, parse_level, store_level
+from automation.inventory import apply_level, store_level
 from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
+from automation.sources.shopify_inventory import LevelUpdate, parse_level
 from tests.signing import post_shopify
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -70,7 +70,7 @@ def test_failing_attempt_leaves_the_row_failed_for_the_retry(client, queue, hand
 def test_permanent_error_goes_dead_at_once_without_retries(client, run_worker):
     calls = []
 
-    def permanent(delivery):
+    def permanent(_event, delivery):
         calls.append(delivery.pk)
         raise PermanentError("ad group does not exist")
 
@@ -87,7 +87,7 @@ def test_permanent_error_goes_dead_at_once_without_retries(client, run_worker):
 
 
 def test_handler_rejecting_the_payload_ends_invalid_with_the_reason(client, run_worker):
-    def reject(delivery):
+    def reject(_event, delivery):
         raise InvalidPayload("inventory_item_id must be an integer")
 
     inbox.HANDLERS[("shopify", "test/invalid")] = reject

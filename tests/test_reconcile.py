@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from automation import jobs, reconcile
 from automation.adapters.shopify_admin import TOKEN_RENEW_MARGIN
-from automation.inventory import LevelUpdate, apply_level
+from automation.inventory import apply_level
 from automation.models import (
     AdGroupAction,
     Claim,
@@ -21,6 +21,7 @@ from automation.models import (
     StockLevel,
     WatchedItem,
 )
+from automation.sources.shopify_inventory import LevelUpdate
 from tests.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,15 +7,14 @@ into the HTML part unchecked, and a `first_name` with markup and a URL was greet
 import pytest
 from django.core import mail
 
-from automation import checkouts
 from automation.checkouts import (
-    FIRST_NAME_MAX_CHARS,
     RECOVERY_LINK_NOT_ALLOWED,
     STRIPE_CHECKOUT_HOSTS,
-    plain_first_name,
     recovery_link_problem,
 )
 from automation.models import CheckoutState, ReminderDecision
+from automation.sources import shopify_checkouts
+from automation.sources.checkout_version import FIRST_NAME_MAX_CHARS, plain_first_name
 from tests.signing import SHOP, post_shopify, post_stripe
 from tests.test_checkouts import (  # noqa: F401 (shop: a fixture, used by name)
     checkout_body,
@@ -212,4 +211,4 @@ def test_plain_first_name(raw, plain):
 
 def test_the_billing_name_is_cleaned_too():
     body = checkout_body(customer=None, billing_address={"first_name": "<i>Jo</i> evil.example"})
-    assert checkouts.parse_shopify_checkout(body, SHOP).first_name == "Jo"
+    assert shopify_checkouts.parse_shopify_checkout(body, SHOP).first_name == "Jo"

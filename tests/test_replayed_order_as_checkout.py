@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from automation.checkouts import CHECKOUT_ONLY_KEY, ORDER_ONLY_KEYS
 from automation.models import CheckoutState, Delivery, ReminderDecision
+from automation.sources.shopify_checkouts import CHECKOUT_ONLY_KEY, ORDER_ONLY_KEYS
 from tests.signing import post_shopify
 from tests.test_checkouts import SAMPLES, checkout_body
 from tests.test_replayed_bodies import replay, snapshot

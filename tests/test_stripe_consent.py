@@ -13,9 +13,9 @@ import pytest
 from django.conf import settings
 from django.core import mail
 
-from automation import checkouts
 from automation.exceptions import InvalidPayload
 from automation.models import CheckoutState, Delivery, ReminderDecision, ReminderSettings
+from automation.sources import stripe_checkouts
 from tests.signing import post_stripe
 from tests.test_checkouts import EMAIL, RECOVERY_URL, STRIPE_SESSION, stripe_event, stripe_session
 
@@ -79,19 +79,21 @@ def test_german_session_with_the_shops_consent_in_metadata_gets_a_reminder(
     ],
 )
 def test_metadata_values_that_count_as_consent(value, consent):
-    version = checkouts.parse_stripe_session(
+    version = stripe_checkouts.parse_stripe_session(
         stripe_event(stripe_session(metadata=consent_given(value)))
     )
     assert version.accepts_marketing is consent
-    assert (value.strip().lower() in checkouts.STRIPE_CONSENT_VALUES) is consent
+    assert (value.strip().lower() in stripe_checkouts.STRIPE_CONSENT_VALUES) is consent
 
 
 def test_the_metadata_key_is_a_setting(settings):
     settings.STRIPE_CONSENT_METADATA_KEY = "newsletter_ok"
     mine = stripe_session(metadata={"newsletter_ok": "yes"})
     default_key = stripe_session(metadata={"marketing_consent": "true"})
-    assert checkouts.parse_stripe_session(stripe_event(mine)).accepts_marketing is True
-    assert checkouts.parse_stripe_session(stripe_event(default_key)).accepts_marketing is False
+    assert stripe_checkouts.parse_stripe_session(stripe_event(mine)).accepts_marketing is True
+    assert (
+        stripe_checkouts.parse_stripe_session(stripe_event(default_key)).accepts_marketing is False
+    )
 
 
 def test_an_explicit_opt_out_at_stripe_beats_the_metadata(client, run_worker, shop):
@@ -118,7 +120,9 @@ def test_the_prefilled_customer_email_is_the_fallback_address(client, run_worker
         metadata=consent_given(), customer_details=None, customer_email="Kundin@Example.com"
     )
     # the domain lower-cased at the edge, the local part as given (automation/addresses.py)
-    assert checkouts.parse_stripe_session(stripe_event(session)).email == "Kundin@example.com"
+    assert (
+        stripe_checkouts.parse_stripe_session(stripe_event(session)).email == "Kundin@example.com"
+    )
     post_stripe(client, stripe_event(session))
     run_worker()
     (message,) = mail.outbox
@@ -127,12 +131,12 @@ def test_the_prefilled_customer_email_is_the_fallback_address(client, run_worker
 
 def test_the_typed_address_wins_over_the_prefilled_one():
     session = stripe_session(customer_email="prefilled@example.com")
-    assert checkouts.parse_stripe_session(stripe_event(session)).email == EMAIL
+    assert stripe_checkouts.parse_stripe_session(stripe_event(session)).email == EMAIL
 
 
 def test_the_published_fixture_parses_as_it_is():
     published = json.loads(STRIPE_SESSION.read_text())
-    version = checkouts.parse_stripe_session(stripe_event(published))
+    version = stripe_checkouts.parse_stripe_session(stripe_event(published))
     assert version.token == published["id"]
     assert version.email == "example@example.com"
     assert version.accepts_marketing is False  # consent.promotions null, metadata {}
@@ -183,11 +187,11 @@ def test_malformed_session_ends_invalid_with_the_reason(client, run_worker, chan
     assert delivery.status == Delivery.Status.INVALID
     assert reason in delivery.last_error
     with pytest.raises(InvalidPayload):
-        checkouts.parse_stripe_session(stripe_event(stripe_session(**changes)))
+        stripe_checkouts.parse_stripe_session(stripe_event(stripe_session(**changes)))
 
 
 def test_null_metadata_is_no_consent_not_an_error():
-    version = checkouts.parse_stripe_session(stripe_event(stripe_session(metadata=None)))
+    version = stripe_checkouts.parse_stripe_session(stripe_event(stripe_session(metadata=None)))
     assert version.accepts_marketing is False
 
 

@@ -94,7 +94,7 @@ def test_a_nul_where_no_handler_keeps_it_does_not_cost_the_delivery(client, queu
 
 
 def test_a_data_error_of_another_cause_is_still_retried(client, queue, run_worker):
-    def too_long(delivery):
+    def too_long(_event, delivery):
         raise DataError("value too long for type character varying(3)")
 
     inbox.HANDLERS[("shopify", "test/topic")] = too_long
@@ -127,7 +127,7 @@ def test_the_reason_names_where_the_character_sits(body, expected):
 
 
 def test_a_reason_quoting_the_hostile_text_is_stored_escaped(client, queue, run_worker):
-    def quoting(delivery):
+    def quoting(_event, delivery):
         raise InvalidPayload("title 'Winter\x00zauber\ud800' is not allowed")
 
     inbox.HANDLERS[("shopify", "test/topic")] = quoting

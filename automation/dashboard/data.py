@@ -6,7 +6,6 @@ down. Rendering (SVG, HTML) lives in charts.py and the template; nothing here bu
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..models import (
     WatchedItem,
 )
 from ..models.inventory import DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK
+from ..sources import load_body
 
 SECONDS_PER_DAY = Decimal(86400)
 CENT = Decimal("0.01")
@@ -121,7 +121,7 @@ def _sold_out_at(action: AdGroupAction) -> datetime | None:
     if delivery.body is None:
         return None
     try:
-        payload = json.loads(bytes(delivery.body))
+        payload = load_body(delivery.body)
     except (ValueError, TypeError):
         return None
     stamp = payload.get("updated_at") if isinstance(payload, dict) else None

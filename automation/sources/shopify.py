@@ -4,7 +4,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import re
 
 from django.conf import settings
@@ -12,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
 from ..exceptions import BadHeader, ShopNotAllowed, SignatureInvalid
-from . import Incoming, header, parse_timestamp, read_body
+from . import Incoming, header, load_body, parse_timestamp, read_body
 
 # Visible ASCII only, bounded: header values end up in unique indexes and PostgreSQL text.
 _TOKEN = re.compile(r"[\x21-\x7e]{1,255}")
@@ -83,7 +82,7 @@ def _optional_header(request: HttpRequest, name: str) -> str:
 def _json_object_problem(body: bytes) -> str:
     """Why a signed body is unusable, or "" when it is a JSON object."""
     try:
-        payload = json.loads(body)
+        payload = load_body(body)
     except (ValueError, RecursionError) as err:
         return f"body is not valid JSON: {str(err)[:200]}"
     if not isinstance(payload, dict):

@@ -2,7 +2,6 @@
 
 import hashlib
 import hmac
-import json
 import re
 import time
 
@@ -11,7 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
 from ..exceptions import StripeSignatureInvalid
-from . import Incoming, header, read_body
+from . import Incoming, header, load_body, read_body
 
 _TOKEN = re.compile(r"[\x21-\x7e]{1,255}")
 
@@ -78,7 +77,7 @@ def verify(request: HttpRequest, now: float | None = None) -> Incoming:
 def _event_identity(body: bytes) -> tuple[str, str, str]:
     """(event id, type, problem): a usable event needs both as short strings."""
     try:
-        event = json.loads(body)
+        event = load_body(body)
     except (ValueError, RecursionError) as err:
         return "", "(unknown)", f"body is not valid JSON: {str(err)[:200]}"
     if not isinstance(event, dict):
