@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
-from . import inbox, inventory, promotions, shopify_access
+from . import inbox, inventory, promotions, scheduling, shopify_access
 from .forms import PromotionForm
 from .models import (
     AdGroupAction,
@@ -327,16 +327,16 @@ class PromotionAdmin(admin.ModelAdmin):
         return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or "–"
 
     def save_model(self, request: HttpRequest, obj: Promotion, form, change: bool) -> None:
-        promotions.save_and_schedule(obj)
+        scheduling.save_and_schedule(obj)
         for line in form.schedule_summary():
             self.message_user(request, f"{obj.name} {line}.", messages.INFO)
 
     def delete_model(self, request: HttpRequest, obj: Promotion) -> None:
-        promotions.delete_and_cancel(obj)
+        scheduling.delete_and_cancel(obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Promotion]) -> None:
         for promotion in queryset:
-            promotions.delete_and_cancel(promotion)
+            scheduling.delete_and_cancel(promotion)
 
 
 @admin.register(ReconcileRun)

@@ -17,7 +17,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from rq import Retry
 
 from . import claims, reminder_mail
 from .addresses import address_key
@@ -31,7 +30,7 @@ from .decisions import (
     choose_reminder,
     recent_discount,
 )
-from .inbox import Outcome, handles
+from .handling import Outcome, ScheduleEvaluation, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
 from .models import MarginRule as MarginRuleRow
 from .privacy import (
@@ -41,7 +40,6 @@ from .privacy import (
     mask_email,
     phone_ref,
 )
-from .queues import default_queue
 from .sources.checkout_version import CheckoutVersion
 from .sources.shopify_checkouts import OrderEvent
 
@@ -141,36 +139,12 @@ def mark_completed(source: str, token: str, when: datetime, shop_domain: str = "
     return True
 
 
-# --- scheduling ----------------------------------------------------------------------------
-
-
-def _job_id(checkout: CheckoutState) -> str:
-    """One evaluation job per checkout version: repeated messages schedule it only once."""
-    version = int(checkout.updated_at.timestamp() * 1_000_000)
-    return f"reminder-{checkout.pk}-{version}"
+# --- due time ------------------------------------------------------------------------------
 
 
 def reminder_due_at(checkout: CheckoutState, config: ReminderSettings) -> datetime:
     """When the reminder for this version is evaluated."""
     return checkout.updated_at + timedelta(minutes=config.reminder_delay_minutes)
-
-
-def schedule_evaluation(checkout: CheckoutState, *, at: datetime | None = None) -> datetime:
-    """Ask RQ's scheduler to evaluate this version at `at` (default: when it is due)."""
-    from .jobs import evaluate_checkout
-
-    due = at or reminder_due_at(checkout, ReminderSettings.load())
-    intervals = list(settings.REMINDER_RETRY_INTERVALS)
-    default_queue().enqueue_at(
-        due,
-        evaluate_checkout,
-        checkout.pk,
-        checkout.updated_at.isoformat(),
-        job_id=_job_id(checkout),
-        retry=Retry(max=len(intervals), interval=intervals),
-        description=f"evaluate reminder for checkout {checkout.pk}",
-    )
-    return due
 
 
 # --- handlers ------------------------------------------------------------------------------
@@ -208,8 +182,12 @@ def handle_shopify_checkout(version: CheckoutVersion, delivery: Delivery) -> Out
         return Outcome(Status.DONE, "checkout completed: no reminder")
     if version.email_invalid:
         return _skip_invalid_email(checkout)
-    due = schedule_evaluation(checkout)
-    return Outcome(Status.DONE, f"reminder evaluation scheduled for {due.isoformat()}")
+    due = reminder_due_at(checkout, ReminderSettings.load())
+    return Outcome(
+        Status.DONE,
+        f"reminder evaluation scheduled for {due.isoformat()}",
+        follow_ups=(ScheduleEvaluation(checkout, due),),
+    )
 
 
 @handles("shopify", "orders/create")
@@ -232,8 +210,11 @@ def handle_stripe_expired(version: CheckoutVersion, delivery: Delivery) -> Outco
         return Outcome(Status.STALE, "a newer version of this session is stored")
     if version.email_invalid:
         return _skip_invalid_email(checkout)
-    schedule_evaluation(checkout, at=timezone.now())
-    return Outcome(Status.DONE, "reminder evaluation enqueued")
+    return Outcome(
+        Status.DONE,
+        "reminder evaluation enqueued",
+        follow_ups=(ScheduleEvaluation(checkout, timezone.now()),),
+    )
 
 
 @handles("stripe", "checkout.session.completed")

@@ -1,11 +1,14 @@
-"""The durable inbox: store each delivery once, enqueue it, dispatch it by (source, topic)."""
+"""The durable inbox: store each delivery once, dispatch it by (source, topic), record its Outcome.
+
+Enqueues go through `scheduling`; handlers are found in `handling.HANDLERS` and never call back
+here: the inbox records what they return, in their transaction, and schedules their follow-ups.
+"""
 
 import contextlib
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -13,45 +16,19 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
-from redis.exceptions import RedisError
-from rq import Retry
 
-from . import alerts, rows
+from . import alerts, rows, scheduling
 from .exceptions import InvalidPayload, PermanentError
+from .handling import HANDLERS, Outcome, ScheduleEvaluation
 from .log_context import delivery_context
 from .models import Delivery
 from .queues import LIVE_JOB_STATES, default_queue, job_is_alive, job_states
 from .sources import Incoming, load_body
-from .sources.events import Event, parse_event
+from .sources.events import parse_event
 
 logger = logging.getLogger(__name__)
 
 Status = Delivery.Status
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a handler made of a delivery: the final status and a note for the merchant."""
-
-    status: str
-    note: str = ""
-
-
-# A handler takes its topic's typed event (automation/sources/events.py) and the delivery,
-# for its id, shop and logging.
-Handler = Callable[[Event | None, Delivery], Outcome]
-HANDLERS: dict[tuple[str, str], Handler] = {}
-
-
-def handles(source: str, *topics: str) -> Callable[[Handler], Handler]:
-    """Register a handler for topics of one source; one registry serves every process."""
-
-    def register(handler: Handler) -> Handler:
-        for topic in topics:
-            HANDLERS[(source, topic)] = handler
-        return handler
-
-    return register
 
 
 # --- intake --------------------------------------------------------------------------------
@@ -92,7 +69,7 @@ def record(incoming: Incoming) -> Recorded | None:
                 processed_at=timezone.now() if invalid else None,
             )
         if not invalid:
-            transaction.on_commit(lambda: enqueue_delivery(pk))
+            transaction.on_commit(lambda: scheduling.enqueue_delivery(pk))
     except IntegrityError:
         if not _count_duplicate(incoming):
             raise
@@ -115,56 +92,19 @@ def _count_duplicate(incoming: Incoming) -> bool:
     return same.update(duplicate_count=F("duplicate_count") + 1) > 0
 
 
-def job_id_for(delivery_id: int) -> str:
-    """One RQ job id per delivery, so the sweeper can see whether a job is still alive."""
-    return f"delivery-{delivery_id}"
-
-
-def enqueue_delivery(delivery_id: int, *, attempts_made: int = 0) -> bool:
-    """Put the delivery's job on the queue; on a Redis outage the row waits for the sweeper.
-
-    `attempts_made` > 0 resumes a delivery whose RQ retries Redis lost: the job gets only the
-    retries (and their intervals) that were left, so the row still goes `dead` after
-    1 + len(DELIVERY_RETRY_INTERVALS) attempts in all.
-    """
-    from .jobs import process_delivery
-
-    intervals = list(settings.DELIVERY_RETRY_INTERVALS)[attempts_made:]
-    queue = default_queue()
-    try:
-        # One pipeline: RQ would otherwise spend a separate round trip registering the queue.
-        with queue.connection.pipeline() as pipe:
-            queue.enqueue_call(
-                process_delivery,
-                args=(delivery_id,),
-                job_id=job_id_for(delivery_id),
-                # No retries left: the job's next run is its last (jobs.process_delivery).
-                retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
-                timeout=settings.DELIVERY_JOB_TIMEOUT,
-                result_ttl=0,  # the outcome lives on the delivery row
-                description=f"process delivery {delivery_id}",
-                pipeline=pipe,
-            )
-            pipe.execute()
-    except RedisError as err:
-        logger.warning("delivery %s stays received, Redis unavailable: %s", delivery_id, err)
-        return False
-    return True
-
-
 # How many rows of each kind one sweep looks at (one Redis round trip per kind): a backlog is
 # worked off a batch a minute instead of one run holding a worker for long.
 SWEEP_BATCH = 500
 
 
 def _job_is_alive(delivery_id: int) -> bool:
-    return job_is_alive(job_id_for(delivery_id))
+    return job_is_alive(scheduling.job_id_for(delivery_id))
 
 
 def _without_live_job(delivery_ids: list[int]) -> list[int]:
     """The ids whose job RQ no longer holds alive (Redis lost it, or the worker died)."""
-    states = job_states(job_id_for(pk) for pk in delivery_ids)
-    return [pk for pk in delivery_ids if states[job_id_for(pk)] not in LIVE_JOB_STATES]
+    states = job_states(scheduling.job_id_for(pk) for pk in delivery_ids)
+    return [pk for pk in delivery_ids if states[scheduling.job_id_for(pk)] not in LIVE_JOB_STATES]
 
 
 def sweep() -> int:
@@ -186,7 +126,7 @@ def sweep() -> int:
         status=Status.RECEIVED, received_at__lt=settled_before
     ).order_by("received_at")  # the (status, received_at) index
     enqueued = sum(
-        enqueue_delivery(pk)
+        scheduling.enqueue_delivery(pk)
         for pk in _without_live_job(list(waiting.values_list("pk", flat=True)[:SWEEP_BATCH]))
     )
     resumed = _resume_failed(now, settled_before)
@@ -217,7 +157,7 @@ def _resume_failed(now: datetime, settled_before: datetime) -> int:
         if attempts > len(intervals):
             resumed += _dead_after_lost_retry(pk, attempts)
         elif now >= failed_at + timedelta(seconds=intervals[max(attempts, 1) - 1]):
-            resumed += enqueue_delivery(pk, attempts_made=attempts)
+            resumed += scheduling.enqueue_delivery(pk, attempts_made=attempts)
     return resumed
 
 
@@ -254,7 +194,7 @@ def replay(delivery_ids: Iterable[int]) -> int:
 
 def _enqueue_unless_alive(delivery_id: int) -> None:
     if not _job_is_alive(delivery_id):
-        enqueue_delivery(delivery_id)
+        scheduling.enqueue_delivery(delivery_id)
 
 
 # --- processing ------------------------------------------------------------------------------
@@ -303,9 +243,13 @@ def process(delivery_id: int, *, final_attempt: bool) -> str:
 def _process(delivery_id: int, *, final_attempt: bool) -> str:
     """Claim the delivery, run its handler, record the outcome; returns the final status.
 
-    Safe to run twice: only a `received` or `failed` row can be claimed. A handler exception
-    leaves the row `failed` and propagates so RQ retries; on the final attempt, or for a
-    permanent error, the row goes `dead` and the merchant gets one alert.
+    The handler's effects and its outcome commit in one transaction (one commit per delivery,
+    and no window in which the effects are committed but the row still says `processing`);
+    the outcome's follow-ups are scheduled after that commit. Safe to run twice: only a
+    `received` or `failed` row can be claimed. A handler exception (or an outcome's `retry`,
+    raised once its effects committed) leaves the row `failed` and propagates so RQ retries;
+    on the final attempt, or for a permanent error, the row goes `dead` and the merchant gets
+    one alert.
     """
     delivery = claim(delivery_id)
     if delivery is None:
@@ -317,7 +261,13 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     try:
         # Parsed once, here: the handler gets the typed event (automation/sources/events.py).
         event = parse_event(delivery.source, delivery.topic, delivery.body, delivery.shop_domain)
-        outcome = handler(event, delivery)
+        with transaction.atomic():
+            outcome = handler(event, delivery)
+            if outcome.retry is None:
+                _finish(delivery, outcome)
+        if outcome.retry is not None:
+            raise outcome.retry
+        _follow_up(delivery, outcome)
     except InvalidPayload as err:
         return _finish(delivery, Outcome(Status.INVALID, str(err)))
     except PermanentError as err:
@@ -332,19 +282,24 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
         else:
             _finish(delivery, Outcome(Status.FAILED, _describe(err)))
         raise
-    if delivery.status == outcome.status:  # settled by the handler, with its effects
-        return outcome.status
-    return _finish(delivery, outcome)
+    return outcome.status
 
 
-def settle(delivery: Delivery, outcome: Outcome) -> None:
-    """Record the outcome inside the handler's transaction, so it commits with the effects.
+def _follow_up(delivery: Delivery, outcome: Outcome) -> None:
+    """Hand the committed outcome's follow-ups to scheduling.
 
-    One commit per delivery instead of two, and no window in which the effects are committed
-    but the delivery still says `processing`. `_process` then writes nothing more.
+    If one cannot be scheduled (Redis down), the row goes back to `processing` so the error is
+    recorded like a handler's: `failed` and retried, the retry scheduling what is missing.
     """
-    _finish(delivery, outcome)
-    delivery.status = outcome.status
+    try:
+        for follow_up in outcome.follow_ups:
+            if isinstance(follow_up, ScheduleEvaluation):
+                scheduling.schedule_evaluation(follow_up.checkout, at=follow_up.at)
+    except Exception:
+        Delivery.objects.filter(pk=delivery.pk, status=outcome.status).update(
+            status=Status.PROCESSING
+        )
+        raise
 
 
 def _finish(delivery: Delivery, outcome: Outcome) -> str:

@@ -2,7 +2,7 @@
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from django.db import connection, transaction
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from . import ads, rows
 from .exceptions import PermanentAdsError, TransientAdsError
-from .inbox import Outcome, handles, settle
+from .handling import Outcome, handles
 from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
 from .sources.shopify_inventory import LevelUpdate
 
@@ -101,13 +101,11 @@ def apply_levels(
     The item's watched rows stay locked from the guard to the last Ads call, so concurrent
     messages for one item take turns: the last to run sees the newest levels, and its Ads call
     is the last one. Ads errors are collected per ad group and raised after the levels commit;
-    the retry passes the guard with its equal timestamp and sets the statuses again. Without
-    errors the delivery's outcome commits together with its effects.
+    the retry passes the guard with its equal timestamp and sets the statuses again. (A
+    delivery's handler runs `_apply_locked` inside the inbox's transaction instead.)
     """
     with transaction.atomic():
         applied = _apply_locked(inventory_item_id, updates, source, delivery)
-        if delivery is not None and not applied.errors:
-            settle(delivery, applied.outcome)
     if applied.errors:
         raise _combined(applied.errors)
     return applied
@@ -194,7 +192,7 @@ def _lock_watched_sql(for_update: bool) -> str:
 
 
 def apply_level(update: LevelUpdate, *, source: str, delivery: Delivery | None = None) -> Outcome:
-    """One location's level through the same path (the webhook's case)."""
+    """One location's level through the same path, in its own transaction."""
     return apply_levels(
         update.inventory_item_id, [update], source=source, delivery=delivery
     ).outcome
@@ -211,4 +209,11 @@ def _combined(errors: list[Exception]) -> Exception:
 @handles("shopify", "inventory_levels/update")
 def handle_inventory_level(update: LevelUpdate, delivery: Delivery) -> Outcome:
     """Shopify's `inventory_levels/update`: one location's new stock for one item."""
-    return apply_level(update, source=AdGroupAction.Source.WEBHOOK, delivery=delivery)
+    # Runs inside the inbox's transaction, which also records the outcome: one commit. Ads
+    # errors come back as the outcome's `retry`, raised once the level has committed.
+    applied = _apply_locked(
+        update.inventory_item_id, [update], AdGroupAction.Source.WEBHOOK, delivery
+    )
+    if applied.errors:
+        return replace(applied.outcome, retry=_combined(applied.errors))
+    return applied.outcome

@@ -24,7 +24,7 @@ from django.db.models import Q
 from . import alerts, claims, reconcile, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
 from .addresses import address_key, identifying_address
-from .inbox import Outcome, handles
+from .handling import Outcome, handles
 from .models import CheckoutState, DataRequest, Delivery, ReminderDecision
 from .sources.shopify_privacy import DataRequestBody, RedactRequest, ShopRedactRequest
 

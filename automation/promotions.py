@@ -2,27 +2,23 @@
 
 A local time converts to one instant with `zoneinfo`; a time that does not exist (the spring
 gap) or exists twice (the autumn overlap) is refused rather than guessed. Each start and end is
-scheduled at its instant with RQ's scheduler; the job re-reads the promotion and does nothing
-if the time changed since. A cron check every minute catches up edges the scheduler missed.
+scheduled at its instant with RQ's scheduler (`scheduling.schedule_promotion`); the job re-reads
+the promotion and does nothing if the time changed since. A cron check every minute catches up
+edges the scheduler missed.
 """
 
 import logging
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from rq import Retry
-from rq.exceptions import NoSuchJobError
-from rq.job import Job
 
 from . import ads, alerts
 from .exceptions import PermanentAdsError, TransientAdsError
 from .models import AdGroupAction, Promotion
-from .queues import default_queue, redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -107,48 +103,7 @@ def instants(promotion: Promotion) -> tuple[datetime | None, datetime | None]:
     return start, end
 
 
-# --- scheduling ----------------------------------------------------------------------------
-
-
-def job_id(promotion_id: int, edge: str) -> str:
-    return f"promotion-{promotion_id}-{edge}"
-
-
-def cancel(promotion_id: int) -> None:
-    """Remove the promotion's scheduled jobs (deleting or rescheduling it)."""
-    queue = default_queue()
-    for edge in EDGES:
-        try:
-            job = Job.fetch(job_id(promotion_id, edge), connection=redis_client())
-        except NoSuchJobError:
-            continue
-        queue.scheduled_job_registry.remove(job)
-        job.delete()
-
-
-def schedule(promotion: Promotion) -> None:
-    """(Re)schedule the edges that have not run yet at their exact instants."""
-    from .jobs import run_promotion_edge
-
-    cancel(promotion.pk)
-    queue = default_queue()
-    intervals = list(settings.DELIVERY_RETRY_INTERVALS)
-    for edge, instant, ran in (
-        ("start", promotion.start_at, promotion.started_at),
-        ("end", promotion.end_at, promotion.ended_at),
-    ):
-        if instant is None or ran is not None:
-            continue
-        queue.enqueue_at(
-            instant,
-            run_promotion_edge,
-            promotion.pk,
-            edge,
-            instant.isoformat(),
-            job_id=job_id(promotion.pk, edge),
-            retry=Retry(max=len(intervals), interval=intervals),
-            description=f"promotion {promotion.pk} {edge}",
-        )
+# --- times ---------------------------------------------------------------------------------
 
 
 def save_times(promotion: Promotion) -> None:
@@ -248,37 +203,3 @@ def _run_logged(promotion_id: int, edge: str, instant: datetime) -> str:
     except TransientAdsError as err:
         logger.warning("promotion %s %s not switched yet: %s", promotion_id, edge, err)
         return f"retry {edge}: {err}"
-
-
-def save_and_schedule(promotion: Promotion) -> bool:
-    """Save with fresh instants and schedule after commit; False when Redis was unavailable.
-
-    Without Redis nothing is lost: the minute check runs every due edge that has not run.
-    """
-    from redis.exceptions import RedisError
-
-    save_times(promotion)
-    promotion.save()
-    scheduled = [True]
-
-    def schedule_now() -> None:
-        try:
-            schedule(promotion)
-        except RedisError as err:
-            scheduled[0] = False
-            logger.warning("promotion %s not scheduled, Redis unavailable: %s", promotion.pk, err)
-
-    transaction.on_commit(schedule_now)
-    return scheduled[0]
-
-
-def delete_and_cancel(promotion: Promotion) -> None:
-    """Delete the promotion and its scheduled jobs."""
-    from redis.exceptions import RedisError
-
-    promotion_id = promotion.pk
-    promotion.delete()
-    try:
-        cancel(promotion_id)
-    except RedisError as err:  # its jobs find no promotion and do nothing
-        logger.warning("promotion %s jobs not cancelled, Redis unavailable: %s", promotion_id, err)

@@ -1,13 +1,13 @@
 """Reminder evaluations Redis lost: checkouts past their due time that have no decision.
 
 Each evaluation waits in RQ's ScheduledJobRegistry until its due time
-(`checkouts.schedule_evaluation`), which lives only in Redis: a Redis that restarts empty takes
+(`scheduling.schedule_evaluation`), which lives only in Redis: a Redis that restarts empty takes
 them all, and those checkouts would never be decided. Like the promotions' minute check
 (`promotions.catch_up`), a cron entry every minute finds checkouts past their due time with no
 decision for their current version and no evaluation job left in Redis, and schedules their
 evaluation now. That stays exactly-once: the job id is per version, so a second schedule
 replaces the first rather than adding one, and `checkouts.evaluate` writes one decision per
-version and sends only under its claims.
+version and sends only under its claims. It only finds overdue work and hands it to scheduling.
 """
 
 import logging
@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from . import checkouts
+from . import checkouts, scheduling
 from .models import CheckoutState, ReminderDecision, ReminderSettings
 from .queues import job_states
 
@@ -65,11 +65,10 @@ def catch_up(now: datetime | None = None) -> int:
     now = now or timezone.now()
     config = ReminderSettings.load()
     overdue = overdue_without_decision(now, config)
-    # checkouts._job_id is the evaluation's job id per version, the one schedule_evaluation uses.
-    states = job_states(checkouts._job_id(checkout) for checkout in overdue)
-    lost = [checkout for checkout in overdue if states[checkouts._job_id(checkout)] is None]
+    states = job_states(scheduling.evaluation_job_id(checkout) for checkout in overdue)
+    lost = [c for c in overdue if states[scheduling.evaluation_job_id(c)] is None]
     for checkout in lost:
-        checkouts.schedule_evaluation(checkout, at=timezone.now())
+        scheduling.schedule_evaluation(checkout, at=timezone.now())
     if lost:
         logger.warning(
             "scheduled %s reminder evaluations Redis had lost (checkouts %s)",

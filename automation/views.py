@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from . import health, inbox, metrics, reminder_mail
+from . import handling, health, inbox, metrics, reminder_mail
 from .addresses import identifying_address
 from .exceptions import WebhookRejected
 from .models import SuppressedAddress
@@ -159,5 +159,5 @@ def prometheus_metrics(request: HttpRequest) -> HttpResponse:
     refusal = monitoring_refusal(request)
     if refusal is not None:
         return refusal
-    body, content_type = metrics.render(known_topics=inbox.HANDLERS)
+    body, content_type = metrics.render(known_topics=handling.HANDLERS)
     return HttpResponse(body, content_type=content_type)

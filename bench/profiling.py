@@ -27,7 +27,7 @@ INTAKE_RULES = [
         "PostgreSQL: health check SELECT 1",
     ),
     ("insert (automation/rows.py", "PostgreSQL: INSERT (autocommit, round trip)"),
-    ("enqueue_delivery (automation/inbox.py", "Redis: enqueue the job (RQ + round trip)"),
+    ("enqueue_delivery (automation/scheduling.py", "Redis: enqueue the job (RQ + round trip)"),
     ("verify (automation/sources/shopify.py", "verify: HMAC, headers, JSON check"),
     ("(prometheus_client/", "metrics: prometheus_client"),
     ("close_graceful (gunicorn/util.py", "gunicorn: lingering close (waits for client FIN)"),
@@ -211,8 +211,8 @@ def profile_worker(procs: Processes, seconds: float, backlog: int = 2000) -> Bre
     """Two RQ workers draining a backlog of inventory deliveries, sampled for `seconds`."""
     from datetime import UTC, datetime
 
-    from automation.inbox import enqueue_delivery
     from automation.models import Delivery
+    from automation.scheduling import enqueue_delivery
     from bench import reaction
 
     items = reaction.watch_items()

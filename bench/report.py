@@ -123,7 +123,7 @@ def intake_section(result: IntakeResult) -> str:
 command: 4 sync workers, `elbkerzen.wsgi`, here with `DJANGO_SETTINGS_MODULE=bench.settings`,
 DEBUG off, access log to /dev/null) on PostgreSQL and Redis DB 14. Targets on the same server:
 `bare` (`bench/views.py`: 200, nothing else), `verify+enqueue` (the product's `shopify.verify`,
-then the product's own `inbox.enqueue_delivery` for a job number no row has, no database) and
+then the product's own `scheduling.enqueue_delivery` for a job number no row has, no database) and
 `intake` (the product's `POST /webhooks/shopify/`).
 The Lua script signs one `inventory_levels/update` body once and sends a new
 `X-Shopify-Webhook-Id` with every

@@ -11,7 +11,7 @@ import os
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from automation import inbox
+from automation import scheduling
 from automation.exceptions import WebhookRejected
 from automation.sources import shopify
 
@@ -33,5 +33,5 @@ def verify_enqueue(request: HttpRequest) -> JsonResponse:
     except WebhookRejected as err:
         return JsonResponse({"error": str(err)}, status=err.status)
     job_number = -(os.getpid() * 10_000_000 + next(_job_numbers))
-    inbox.enqueue_delivery(job_number)
+    scheduling.enqueue_delivery(job_number)
     return JsonResponse({"status": "queued", "id": job_number})

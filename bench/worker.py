@@ -200,7 +200,7 @@ def store_deliveries(bodies: list[bytes]) -> list[int]:
 
 def enqueue_inventory(count: int, locations: int, seed: int) -> list[str]:
     """Store N deliveries and enqueue each through the app's real path; returns the job ids."""
-    from automation.inbox import enqueue_delivery, job_id_for
+    from automation.scheduling import enqueue_delivery, job_id_for
 
     ids = store_deliveries(level_bodies(count, locations, seed))
     if not all(enqueue_delivery(pk) for pk in ids):

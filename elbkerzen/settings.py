@@ -198,6 +198,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(WEBHOOK_MAX_BODY_BYTES + 1, 2_621_440)
 DELIVERY_RETRY_INTERVALS = env.list(
     "DELIVERY_RETRY_INTERVALS", cast=int, default=[10, 60, 300, 900, 3600]
 )
+# Waits between the attempts of a promotion start or end whose Ads call failed transiently
+# (RQ Retry); the minute check (promotions.catch_up) also tries again. Unset: the deliveries'
+# table, which promotions used before they had their own.
+PROMOTION_RETRY_INTERVALS = env.list(
+    "PROMOTION_RETRY_INTERVALS", cast=int, default=list(DELIVERY_RETRY_INTERVALS)
+)
 # After this many seconds without a live job in Redis, the sweeper takes over a delivery still
 # `received` or `failed`, and a reminder evaluation past its due time.
 DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)

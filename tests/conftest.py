@@ -8,7 +8,7 @@ from django.db import connection
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from automation import ads, inbox
+from automation import ads, handling
 from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
 
@@ -80,12 +80,12 @@ def handler():
             self.calls.append(delivery.pk)
             if self.behaviour == "fail":
                 raise RuntimeError("handler failed on purpose")
-            return inbox.Outcome(self.behaviour, "test handler")
+            return handling.Outcome(self.behaviour, "test handler")
 
     recorder = Recorder()
-    inbox.HANDLERS[("shopify", "test/topic")] = recorder
+    handling.HANDLERS[("shopify", "test/topic")] = recorder
     yield recorder
-    inbox.HANDLERS.pop(("shopify", "test/topic"), None)
+    handling.HANDLERS.pop(("shopify", "test/topic"), None)
 
 
 @pytest.fixture

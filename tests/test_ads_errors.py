@@ -13,7 +13,7 @@ import grpc
 import pytest
 from django.core import mail
 
-from automation import jobs, promotions
+from automation import jobs, promotions, scheduling
 from automation.adapters import google_ads
 from automation.exceptions import PermanentAdsError, TransientAdsError
 from automation.models import AdGroupAction, Delivery, Promotion, PromotionAdGroup, WatchedItem
@@ -70,7 +70,7 @@ def make_promotion() -> Promotion:
     promotion = Promotion(
         name="Pfingsten", time_zone="Europe/Berlin", end_date=date(2026, 6, 1), end_time=time(0)
     )
-    promotions.save_and_schedule(promotion)
+    scheduling.save_and_schedule(promotion)
     PromotionAdGroup.objects.create(
         promotion=promotion, customer_id="1234567890", ad_group_id="777"
     )

@@ -11,7 +11,7 @@ import time
 import pytest
 from django.core import mail
 
-from automation import ads, inbox
+from automation import ads, scheduling
 from automation.adapters import google_ads
 from automation.exceptions import TransientAdsError
 from automation.models import AdGroupAction, Delivery, WatchedItem
@@ -71,7 +71,7 @@ def test_the_worst_case_ends_inside_the_job_timeout_and_rq_retries_the_rest(
     assert delivery.attempts == 1
     assert delivery.last_error.startswith("TransientAdsError")
     assert "time for Google Ads is spent" in delivery.last_error
-    assert inbox.job_id_for(delivery.pk) in queue.scheduled_job_registry.get_job_ids()
+    assert scheduling.job_id_for(delivery.pk) in queue.scheduled_job_registry.get_job_ids()
     actions = AdGroupAction.objects.order_by("ad_group_id")
     assert [(a.ad_group_id, a.result) for a in actions] == [(g, "failed") for g in AD_GROUPS]
     deadline = delivery.processing_started_at.timestamp() + (
@@ -96,7 +96,7 @@ def test_the_retry_finishes_the_job_once_google_answers(
     assert delivery.status == Delivery.Status.FAILED
 
     google_ads.script([])  # Google answers again; RQ's retry comes due
-    job = queue.fetch_job(inbox.job_id_for(delivery.pk))
+    job = queue.fetch_job(scheduling.job_id_for(delivery.pk))
     queue.scheduled_job_registry.remove(job)
     queue.enqueue_job(job)
     run_worker()

@@ -6,7 +6,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from automation import inbox, jobs
+from automation import inbox, jobs, scheduling
 from automation.exceptions import InvalidPayload, PermanentError
 from automation.models import Delivery
 from tests.postgres import kill_django_connection
@@ -192,7 +192,7 @@ def test_worker_survives_a_lost_database_connection(client, run_worker, handler,
 def test_delivery_job_carries_its_retries_timeout_and_no_stored_result(queue, settings):
     from rq.job import Job
 
-    assert inbox.enqueue_delivery(4242)
+    assert scheduling.enqueue_delivery(4242)
     job = Job.fetch("delivery-4242", connection=queue.connection)
     assert job.retries_left == len(settings.DELIVERY_RETRY_INTERVALS)
     assert job.timeout == settings.DELIVERY_JOB_TIMEOUT

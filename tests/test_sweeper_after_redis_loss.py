@@ -19,7 +19,7 @@ from redis import Redis
 from rq import Queue, SimpleWorker
 from rq.cron import CronScheduler
 
-from automation import checkouts, inbox, reminder_catch_up
+from automation import reminder_catch_up, scheduling
 from automation.models import (
     CheckoutState,
     Delivery,
@@ -106,14 +106,14 @@ def test_everything_scheduled_before_redis_lost_its_data_finishes(
     work(with_scheduler=False)
     failed = Delivery.objects.get(topic="test/topic")
     assert (failed.status, failed.attempts) == (Status.FAILED, 1)
-    assert job_is_alive(inbox.job_id_for(failed.pk))
+    assert job_is_alive(scheduling.job_id_for(failed.pk))
     # and a checkout whose reminder evaluation is due in 3 seconds, waiting in RQ's scheduler
     due_in = 3
     delay = shop.reminder_delay_minutes * 60
     post_shopify(client, checkout_body((delay - due_in) / 60), topic="checkouts/update")
     work()
     checkout = CheckoutState.objects.get()
-    assert job_is_alive(checkouts._job_id(checkout))
+    assert job_is_alive(scheduling.evaluation_job_id(checkout))
     assert not ReminderDecision.objects.exists()
 
     # when Redis dies and comes back with nothing
@@ -180,7 +180,7 @@ def test_a_lost_retry_waits_for_its_interval_and_keeps_the_remaining_retries(
     work(with_scheduler=False)  # the second attempt fails too, and RQ keeps its next retry
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.attempts) == (Status.FAILED, 2)
-    job = Queue("default", connection=redis_client()).fetch_job(inbox.job_id_for(delivery.pk))
+    job = Queue("default", connection=redis_client()).fetch_job(scheduling.job_id_for(delivery.pk))
     # three retries in all: one used before the loss, one just now, one left
     assert job.retries_left == 1
     assert job.get_status() == "scheduled"

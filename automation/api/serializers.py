@@ -1,4 +1,5 @@
-"""API representations; every rule comes from the models, the admin's form or promotions.py."""
+"""API representations; every rule comes from the models, the admin's form or promotions.py;
+saving a promotion goes through scheduling.py."""
 
 import re
 from copy import copy
@@ -14,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import promotions
+from .. import scheduling
 from ..forms import PromotionForm
 from ..models import (
     AdGroupAction,
@@ -148,7 +149,7 @@ class PromotionSerializer(serializers.ModelSerializer):
     def create(self, validated_data: dict[str, Any]) -> Promotion:
         ad_groups = validated_data.pop("ad_groups", [])
         promotion = Promotion(**validated_data)
-        promotions.save_and_schedule(promotion)  # schedules after the ad groups commit too
+        scheduling.save_and_schedule(promotion)  # schedules after the ad groups commit too
         self._replace_ad_groups(promotion, ad_groups)
         return promotion
 
@@ -157,7 +158,7 @@ class PromotionSerializer(serializers.ModelSerializer):
         ad_groups = validated_data.pop("ad_groups", None)
         for name, value in validated_data.items():
             setattr(instance, name, value)
-        promotions.save_and_schedule(instance)
+        scheduling.save_and_schedule(instance)
         if ad_groups is not None:
             self._replace_ad_groups(instance, ad_groups)
         return instance

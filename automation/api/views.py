@@ -1,4 +1,4 @@
-"""Thin API views: serializers validate, promotions.py and inbox.py do the work."""
+"""Thin API views: serializers validate, scheduling.py and inbox.py do the work."""
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
@@ -9,7 +9,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import inbox, promotions
+from .. import inbox, scheduling
 from ..models import AdGroupAction, Delivery, MarginRule, Promotion, ReminderDecision, WatchedItem
 from . import serializers as api
 from .permissions import ChangePermission
@@ -57,7 +57,7 @@ class PromotionViewSet(viewsets.ModelViewSet):
     serializer_class = api.PromotionSerializer
 
     def perform_destroy(self, instance: Promotion) -> None:
-        promotions.delete_and_cancel(instance)
+        scheduling.delete_and_cancel(instance)
 
 
 @extend_schema_view(list=extend_schema(parameters=[api.DeliveryFilter]))

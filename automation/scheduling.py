@@ -1,0 +1,168 @@
+"""Every enqueue: deliveries, reminder evaluations and promotion edges, with their job ids and
+retry tables.
+
+Jobs are enqueued by dotted path ("automation.jobs.process_delivery"), so nothing below the entry
+points imports them: RQ stores the path and the worker imports it. Each job id names its work
+(a delivery, a checkout version, a promotion edge), so a second enqueue replaces the first and the
+sweeper and catch-ups can ask Redis whether a job is still alive. Each capability retries on its
+own table: DELIVERY_RETRY_INTERVALS, REMINDER_RETRY_INTERVALS, PROMOTION_RETRY_INTERVALS.
+"""
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from redis.exceptions import RedisError
+from rq import Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+
+from . import checkouts, promotions
+from .models import CheckoutState, Promotion, ReminderSettings
+from .queues import default_queue, redis_client
+
+logger = logging.getLogger(__name__)
+
+# The RQ entry points, by dotted path (automation/jobs.py).
+PROCESS_DELIVERY = "automation.jobs.process_delivery"
+EVALUATE_CHECKOUT = "automation.jobs.evaluate_checkout"
+RUN_PROMOTION_EDGE = "automation.jobs.run_promotion_edge"
+
+
+def _retry(intervals: list[int]) -> Retry | None:
+    """RQ's Retry for the waits left; None when no retry is left (the next run is the last)."""
+    return Retry(max=len(intervals), interval=intervals) if intervals else None
+
+
+# --- deliveries ------------------------------------------------------------------------------
+
+
+def job_id_for(delivery_id: int) -> str:
+    """One RQ job id per delivery, so the sweeper can see whether a job is still alive."""
+    return f"delivery-{delivery_id}"
+
+
+def enqueue_delivery(delivery_id: int, *, attempts_made: int = 0) -> bool:
+    """Put the delivery's job on the queue; on a Redis outage the row waits for the sweeper.
+
+    `attempts_made` > 0 resumes a delivery whose RQ retries Redis lost: the job gets only the
+    retries (and their intervals) that were left, so the row still goes `dead` after
+    1 + len(DELIVERY_RETRY_INTERVALS) attempts in all.
+    """
+    intervals = list(settings.DELIVERY_RETRY_INTERVALS)[attempts_made:]
+    queue = default_queue()
+    try:
+        # One pipeline: RQ would otherwise spend a separate round trip registering the queue.
+        with queue.connection.pipeline() as pipe:
+            queue.enqueue_call(
+                PROCESS_DELIVERY,
+                args=(delivery_id,),
+                job_id=job_id_for(delivery_id),
+                # No retries left: the job's next run is its last (jobs.process_delivery).
+                retry=_retry(intervals),
+                timeout=settings.DELIVERY_JOB_TIMEOUT,
+                result_ttl=0,  # the outcome lives on the delivery row
+                description=f"process delivery {delivery_id}",
+                pipeline=pipe,
+            )
+            pipe.execute()
+    except RedisError as err:
+        logger.warning("delivery %s stays received, Redis unavailable: %s", delivery_id, err)
+        return False
+    return True
+
+
+# --- reminder evaluations --------------------------------------------------------------------
+
+
+def evaluation_job_id(checkout: CheckoutState) -> str:
+    """One evaluation job per checkout version: repeated messages schedule it only once."""
+    version = int(checkout.updated_at.timestamp() * 1_000_000)
+    return f"reminder-{checkout.pk}-{version}"
+
+
+def schedule_evaluation(checkout: CheckoutState, *, at: datetime | None = None) -> datetime:
+    """Ask RQ's scheduler to evaluate this version at `at` (default: when it is due)."""
+    due = at or checkouts.reminder_due_at(checkout, ReminderSettings.load())
+    default_queue().enqueue_at(
+        due,
+        EVALUATE_CHECKOUT,
+        checkout.pk,
+        checkout.updated_at.isoformat(),
+        job_id=evaluation_job_id(checkout),
+        retry=_retry(list(settings.REMINDER_RETRY_INTERVALS)),
+        description=f"evaluate reminder for checkout {checkout.pk}",
+    )
+    return due
+
+
+# --- promotion edges -------------------------------------------------------------------------
+
+
+def promotion_job_id(promotion_id: int, edge: str) -> str:
+    """One job per promotion edge: rescheduling replaces it."""
+    return f"promotion-{promotion_id}-{edge}"
+
+
+def cancel_promotion(promotion_id: int) -> None:
+    """Remove the promotion's scheduled jobs (deleting or rescheduling it)."""
+    queue = default_queue()
+    for edge in promotions.EDGES:
+        try:
+            job = Job.fetch(promotion_job_id(promotion_id, edge), connection=redis_client())
+        except NoSuchJobError:
+            continue
+        queue.scheduled_job_registry.remove(job)
+        job.delete()
+
+
+def schedule_promotion(promotion: Promotion) -> None:
+    """(Re)schedule the edges that have not run yet at their exact instants."""
+    cancel_promotion(promotion.pk)
+    queue = default_queue()
+    intervals = list(settings.PROMOTION_RETRY_INTERVALS)
+    for edge, instant, ran in (
+        ("start", promotion.start_at, promotion.started_at),
+        ("end", promotion.end_at, promotion.ended_at),
+    ):
+        if instant is None or ran is not None:
+            continue
+        queue.enqueue_at(
+            instant,
+            RUN_PROMOTION_EDGE,
+            promotion.pk,
+            edge,
+            instant.isoformat(),
+            job_id=promotion_job_id(promotion.pk, edge),
+            retry=_retry(intervals),
+            description=f"promotion {promotion.pk} {edge}",
+        )
+
+
+def save_and_schedule(promotion: Promotion) -> None:
+    """Save with fresh instants and schedule the edges once the save has committed.
+
+    Without Redis nothing is lost: the minute check (`promotions.catch_up`) runs every due edge
+    that has not run, so the failure is logged, not raised.
+    """
+    promotions.save_times(promotion)
+    promotion.save()
+
+    def schedule_now() -> None:
+        try:
+            schedule_promotion(promotion)
+        except RedisError as err:
+            logger.warning("promotion %s not scheduled, Redis unavailable: %s", promotion.pk, err)
+
+    transaction.on_commit(schedule_now)
+
+
+def delete_and_cancel(promotion: Promotion) -> None:
+    """Delete the promotion and its scheduled jobs."""
+    promotion_id = promotion.pk
+    promotion.delete()
+    try:
+        cancel_promotion(promotion_id)
+    except RedisError as err:  # its jobs find no promotion and do nothing
+        logger.warning("promotion %s jobs not cancelled, Redis unavailable: %s", promotion_id, err)
