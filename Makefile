@@ -35,6 +35,7 @@ test: $(STAMP)
 	$(BIN)/python manage.py ensure_redis
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 

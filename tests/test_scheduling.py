@@ -1,7 +1,10 @@
 """One scheduling module: every enqueue by dotted path, one job id per piece of work, one retry
-table per capability."""
+table per capability; and the import contract that keeps dependencies pointing one way."""
 
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -62,3 +65,17 @@ def test_unset_the_promotion_retry_table_is_the_deliveries_as_before():
     from elbkerzen import settings as project  # the environment's values, not a test override
 
     assert project.PROMOTION_RETRY_INTERVALS == project.DELIVERY_RETRY_INTERVALS
+
+
+def test_the_import_contract_holds():
+    """Views and admin → inbox and scheduling → handlers → rules and effects → adapters."""
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    found = subprocess.run(  # noqa: S603 (our own venv's tool, no input)
+        [str(lint_imports), "--no-cache"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert "0 broken" in found.stdout
