@@ -225,6 +225,39 @@ class TokenCache(Protocol):
     def delete(self, key: str) -> Any: ...
 
 
+def _post_retrying(
+    post: Callable[[], requests.Response],
+    *,
+    retry_on: tuple[type[BaseException], ...],
+    sleep: Callable[[float], None],
+    what: str,
+    url: str,
+) -> requests.Response:
+    """Send `post` with a few jittered retries on `retry_on`; a 5xx that lasts, or a network
+    error, becomes a ShopifyAdminError naming `what` (the token endpoint and GraphQL share this)."""
+
+    def attempt() -> requests.Response:
+        response = post()
+        if response.status_code in _TRANSIENT_STATUSES:
+            raise _ServerBusy(response)
+        return response
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(retry_on),
+        stop=stop_after_attempt(_TRANSPORT_ATTEMPTS),
+        wait=wait_random_exponential(multiplier=0.5, max=8),
+        sleep=sleep,
+        reraise=True,
+    )
+    try:
+        return retrying(attempt)
+    except _ServerBusy as err:
+        status = err.response.status_code
+        raise ShopifyAdminError(f"{what} answered HTTP {status}", status=status) from err
+    except requests.RequestException as err:
+        raise ShopifyAdminError(f"{what} unreachable: {type(err).__name__} ({url})") from err
+
+
 def request_access_token(
     base_url: str,
     client_id: str,
@@ -250,32 +283,16 @@ def request_access_token(
     }
     http = session or requests.Session()
 
-    def attempt() -> requests.Response:
-        response = http.post(
-            url, data=form, headers={"Accept": "application/json"}, timeout=timeout
-        )
-        if response.status_code in _TRANSIENT_STATUSES:
-            raise _ServerBusy(response)
-        return response
-
-    retrying = Retrying(
-        retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout, _ServerBusy)),
-        stop=stop_after_attempt(_TRANSPORT_ATTEMPTS),
-        wait=wait_random_exponential(multiplier=0.5, max=8),
-        sleep=sleep,
-        reraise=True,
-    )
     try:
-        response = retrying(attempt)
-    except _ServerBusy as err:
-        status = err.response.status_code
-        raise ShopifyAdminError(
-            f"Shopify's token endpoint answered HTTP {status}", status=status
-        ) from err
-    except requests.RequestException as err:
-        raise ShopifyAdminError(
-            f"Shopify's token endpoint unreachable: {type(err).__name__} ({url})"
-        ) from err
+        response = _post_retrying(
+            lambda: http.post(
+                url, data=form, headers={"Accept": "application/json"}, timeout=timeout
+            ),
+            retry_on=(requests.ConnectionError, requests.Timeout, _ServerBusy),
+            sleep=sleep,
+            what="Shopify's token endpoint",
+            url=url,
+        )
     finally:
         if session is None:
             http.close()
@@ -922,33 +939,13 @@ class ShopifyAdmin:
         )
         headers = {"X-Shopify-Access-Token": token, "Accept": "application/json"}
 
-        def attempt() -> requests.Response:
+        def post() -> requests.Response:
             self.queries += 1
-            response = self._session.post(
-                self.url, json=payload, headers=headers, timeout=self.timeout
-            )
-            if response.status_code in _TRANSIENT_STATUSES:
-                raise _ServerBusy(response)
-            return response
+            return self._session.post(self.url, json=payload, headers=headers, timeout=self.timeout)
 
-        retrying = Retrying(
-            retry=retry_if_exception_type(retry_on),
-            stop=stop_after_attempt(_TRANSPORT_ATTEMPTS),
-            wait=wait_random_exponential(multiplier=0.5, max=8),
-            sleep=self._sleep,
-            reraise=True,
+        return _post_retrying(
+            post, retry_on=retry_on, sleep=self._sleep, what="Shopify Admin API", url=self.url
         )
-        try:
-            return retrying(attempt)
-        except _ServerBusy as err:
-            status = err.response.status_code
-            raise ShopifyAdminError(
-                f"Shopify Admin API answered HTTP {status}", status=status
-            ) from err
-        except requests.RequestException as err:
-            raise ShopifyAdminError(
-                f"Shopify Admin API unreachable: {type(err).__name__} ({self.url})"
-            ) from err
 
     def _json(self, response: requests.Response) -> dict[str, Any]:
         """The JSON body of a 2xx answer; any other status becomes a short ShopifyAdminError."""
