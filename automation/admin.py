@@ -30,6 +30,7 @@ from .models import (
     WatchedItem,
 )
 from .privacy import mask_email
+from .setup.forms import WatchedItemForm
 from .sources import load_body
 
 
@@ -112,6 +113,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
 
 @admin.register(WatchedItem)
 class WatchedItemAdmin(admin.ModelAdmin):
+    form = WatchedItemForm  # product and ad group picked by name (automation/setup/forms.py)
     list_display = (
         "label",
         "inventory_item_id",

@@ -393,6 +393,18 @@ def set_ad_group_status_with_retry(
 PICK_LIMIT = 20  # ad groups one picker search shows
 
 
+def credentials_source() -> str | None:
+    """Where build_client would find credentials: "file", "environment", or None (none set).
+
+    Says only whether they are there, never what they are: the set-up page shows this.
+    """
+    if os.environ.get("GOOGLE_ADS_CONFIGURATION_FILE_PATH"):
+        return "file"
+    if _sdk_environment().get("developer_token"):
+        return "environment"
+    return None
+
+
 @dataclass(frozen=True)
 class AdGroupChoice:
     """An ad group as the merchant recognises it: its name, its campaign's name and its status."""
