@@ -32,9 +32,10 @@ class PickerInput(forms.TextInput):
     def render(self, name, value, attrs=None, renderer=None) -> SafeString:
         field = super().render(name, value, attrs, renderer)
         field_id = (attrs or {}).get("id") or f"id_{name}"
-        box = render_to_string(
+        html = render_to_string(
             "admin/setup_picker.html",
             {
+                "field": field,
                 "available": self.available(),
                 "source": self.source,
                 "url": reverse(f"setup-pick-{self.source}"),
@@ -43,7 +44,7 @@ class PickerInput(forms.TextInput):
                 "placeholder": self.placeholder,
             },
         )
-        return mark_safe(field + box)  # noqa: S308 (both parts are rendered, escaped HTML)
+        return mark_safe(html)  # noqa: S308 (rendered by the template engine, escaped)
 
 
 class WatchedItemForm(forms.ModelForm):
