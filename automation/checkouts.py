@@ -471,17 +471,22 @@ def arm_counts(window_days: int, *, now: datetime | None = None) -> dict[str, Ar
     return {arm: found.get(arm, ArmCounts(0, 0)) for arm in MEASURED_ARMS}
 
 
-def probabilities_in_use(
-    config: ReminderSettings, *, now: datetime | None = None
-) -> ProbabilityChoice:
-    """The probabilities decisions use now: measured or configured, as the settings say and
-    the data allow (decisions.choose_probabilities)."""
-    configured = Probabilities(
+def configured_probabilities(config: ReminderSettings) -> Probabilities:
+    """The probabilities the merchant entered in the reminder settings."""
+    return Probabilities(
         p0=config.p0,
         p_plain=config.p_plain,
         p_discount=config.p_discount,
         discount_rate=config.discount_rate,
     )
+
+
+def probabilities_in_use(
+    config: ReminderSettings, *, now: datetime | None = None
+) -> ProbabilityChoice:
+    """The probabilities decisions use now: measured or configured, as the settings say and
+    the data allow (decisions.choose_probabilities)."""
+    configured = configured_probabilities(config)
     use_measured = config.probabilities_from == ReminderSettings.ProbabilitySource.MEASURED
     return choose_probabilities(
         configured,
@@ -673,12 +678,7 @@ def reminder_results(
     config = config or ReminderSettings.load()
     now = now or timezone.now()
     counts = arm_counts(config.attribution_window_days, now=now)
-    configured = Probabilities(
-        p0=config.p0,
-        p_plain=config.p_plain,
-        p_discount=config.p_discount,
-        discount_rate=config.discount_rate,
-    )
+    configured = configured_probabilities(config)
     in_use = choose_probabilities(
         configured,
         counts,
