@@ -4,6 +4,7 @@ Shopify signs the body only, so a captured body of one topic can be re-sent unde
 each parser refuses a body that lacks its topic's shape.
 """
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -144,11 +145,12 @@ def parse_order(payload: object) -> OrderEvent:
     )
     token = payload.get("checkout_token")
     token = token.strip()[:255] if isinstance(token, str) else ""
-    created_at = (
-        timestamp(payload.get("created_at"), "created_at", required=False)
-        if token or email
-        else None
-    )
+    created_at = None
+    if token:
+        created_at = timestamp(payload.get("created_at"), "created_at", required=False)
+    elif email:  # only for attribution by address: an unreadable time is "now", not a refusal
+        with contextlib.suppress(InvalidPayload):
+            created_at = timestamp(payload.get("created_at"), "created_at", required=False)
     try:
         total = amount(payload.get("total_price"), "total_price")
     except InvalidPayload:
