@@ -17,6 +17,7 @@ from .models import (
     AdGroupAction,
     CheckoutState,
     Claim,
+    DashboardSettings,
     DataRequest,
     Delivery,
     MarginRule,
@@ -192,6 +193,23 @@ class ReminderSettingsAdmin(admin.ModelAdmin):
             {"fields": ("p0", "p_plain", "p_discount", "default_margin_rate")},
         ),
         (_("Discount"), {"fields": ("discount_code", "discount_rate", "discount_cooldown_days")}),
+        (
+            _("Measuring"),
+            {
+                "fields": (
+                    "holdout_share",
+                    "holdout_salt",
+                    "attribution_window_days",
+                    "probabilities_from",
+                    "min_decisions_per_arm",
+                ),
+                "description": _(
+                    "A random share of the checkouts that would get a reminder gets none; "
+                    "comparing them shows what reminders really add. The dashboard shows the "
+                    "measured rates beside the configured ones."
+                ),
+            },
+        ),
     )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -216,6 +234,23 @@ class ReminderSettingsAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+@admin.register(DashboardSettings)
+class DashboardSettingsAdmin(admin.ModelAdmin):
+    """One row, like the reminder settings: the list view goes straight to it."""
+
+    fields = ("manual_check_hours",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not DashboardSettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        config = DashboardSettings.load()
+        return redirect("admin:automation_dashboardsettings_change", config.pk)
 
 
 @admin.register(MarginRule)

@@ -4,31 +4,45 @@ A reminder is evaluated REMINDER_DELAY after a checkout's last update (RQ's sche
 evaluation exits quietly when the checkout changed since, so a checkout that keeps changing is
 evaluated once, after it settles. A claim per checkout and one per address make the mail go
 out at most once, whatever repeats or crashes: we prefer a missing reminder to two.
+
+A share of the checkouts that would get a reminder is held out (no mail, arm `holdout`), and
+every order is attributed to the decision it followed, so each arm's completion rate is
+measured (`arm_counts`) and can replace the guessed probabilities once there is enough data.
 """
 
 import logging
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Case, Count, F, Q, Sum, Value, When
+from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
 from . import claims, reminder_mail
 from .addresses import address_key
 from .decisions import (
+    CREDIBLE_LEVEL,
+    MEASURED_ARMS,
     NO_DISCOUNT_CODE,
+    PROBABILITY_OF_ARM,
+    ArmCounts,
     Basket,
     Line,
     MarginRule,
     Probabilities,
+    ProbabilityChoice,
     ReminderChoice,
+    Uplift,
+    choose_probabilities,
     choose_reminder,
+    in_holdout,
     recent_discount,
+    uplift,
 )
 from .handling import Outcome, ScheduleEvaluation, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
@@ -192,13 +206,27 @@ def handle_shopify_checkout(version: CheckoutVersion, delivery: Delivery) -> Out
 
 @handles("shopify", "orders/create")
 def handle_order(order: OrderEvent, delivery: Delivery) -> Outcome:
-    """An order for a checkout completes it: no reminder after that."""
+    """An order for a checkout completes it (no reminder after that) and is attributed to the
+    reminder decision it followed, by checkout or by address."""
     _remember_order_customer(delivery, order)
-    if not order.checkout_token:
-        return Outcome(Status.IGNORED, "order without checkout_token")
     when = order.created_at or timezone.now()
+    attributed = attribute_order(
+        Order(
+            ref=f"shopify:order:{order.order_id}",
+            source=CheckoutState.Source.SHOPIFY,
+            token=order.checkout_token,
+            email=order.named_email,
+            placed_at=when,
+            value=order.total_price,
+        ),
+        ReminderSettings.load(),
+    )
+    if not order.checkout_token:
+        if attributed:
+            return Outcome(Status.DONE, f"order without checkout_token; {attributed}")
+        return Outcome(Status.IGNORED, "order without checkout_token")
     mark_completed(CheckoutState.Source.SHOPIFY, order.checkout_token, when, delivery.shop_domain)
-    return Outcome(Status.DONE, "checkout marked completed")
+    return Outcome(Status.DONE, f"checkout marked completed; {attributed or NOT_ATTRIBUTED}")
 
 
 @handles("stripe", "checkout.session.expired")
@@ -219,9 +247,102 @@ def handle_stripe_expired(version: CheckoutVersion, delivery: Delivery) -> Outco
 
 @handles("stripe", "checkout.session.completed")
 def handle_stripe_completed(version: CheckoutVersion, delivery: Delivery) -> Outcome:
+    """A paid session completes its checkout and is attributed like a Shopify order."""
     _remember_customer(delivery, version)
+    attributed = attribute_order(
+        Order(
+            ref=f"stripe:{version.token}",
+            source=CheckoutState.Source.STRIPE,
+            token=version.token,
+            email=version.email,
+            placed_at=version.updated_at,
+            value=version.total_price,
+        ),
+        ReminderSettings.load(),
+    )
     mark_completed(CheckoutState.Source.STRIPE, version.token, version.updated_at)
-    return Outcome(Status.DONE, "checkout session marked completed")
+    return Outcome(
+        Status.DONE, f"checkout session marked completed; {attributed or NOT_ATTRIBUTED}"
+    )
+
+
+# --- attribution: which decision an order was the result of ---------------------------------
+
+NOT_ATTRIBUTED = "no reminder decision to attribute"
+
+
+@dataclass(frozen=True)
+class Order:
+    """An order as attribution reads it, whichever sender reported it."""
+
+    ref: str
+    """Unique per order ("shopify:order:<id>", "stripe:<session id>"): attributed once."""
+    source: str
+    token: str
+    """The checkout it completes, "" when none (a draft or POS order)."""
+    email: str
+    placed_at: datetime
+    value: Decimal | None
+
+
+def _attributable(decisions):
+    """Open decisions made before the order; measured arms first (they are what we count),
+    then the newest."""
+    measured_first = Case(When(arm__in=MEASURED_ARMS, then=Value(0)), default=Value(1))
+    return decisions.filter(converted_at__isnull=True).order_by(
+        measured_first, "-decided_at", "-pk"
+    )
+
+
+def attribute_order(order: Order, config: ReminderSettings) -> str:
+    """Record the order on the decision for the same checkout, else on the newest one for the
+    same address within the attribution window; a note of what happened, "" when none fits.
+
+    At-least-once safe: an order is recorded at most once (the unique `order_ref`; a repeat
+    finds the first decision converted, tries the next and is refused by the key), and a
+    decision converts at most once (the conditional UPDATE on `converted_at IS NULL`).
+    """
+    if ReminderDecision.objects.filter(order_ref=order.ref).exists():
+        return "order attributed already"
+    before = ReminderDecision.objects.filter(decided_at__lte=order.placed_at)
+    candidates = []
+    if order.token:
+        candidates.append(
+            (
+                ReminderDecision.AttributedBy.CHECKOUT,
+                _attributable(
+                    before.filter(checkout__source=order.source, checkout__token=order.token)
+                ),
+            )
+        )
+    key = address_key(order.email) if order.email else None
+    if key:
+        since = order.placed_at - timedelta(days=config.attribution_window_days)
+        same_address = before.alias(address=Lower("email")).filter(
+            address=key, decided_at__gte=since
+        )
+        candidates.append((ReminderDecision.AttributedBy.ADDRESS, _attributable(same_address)))
+    for attributed_by, decisions in candidates:
+        decision = decisions.first()
+        if decision is None:
+            continue
+        try:
+            with transaction.atomic():
+                won = ReminderDecision.objects.filter(
+                    pk=decision.pk, converted_at__isnull=True
+                ).update(
+                    converted_at=order.placed_at,
+                    order_value=order.value,
+                    order_ref=order.ref,
+                    attributed_by=attributed_by,
+                )
+        except IntegrityError:
+            return "order attributed already"
+        if won:
+            return (
+                f"attributed to reminder decision {decision.pk} ({decision.arm}, {attributed_by})"
+            )
+    return ""
 
 
 # --- evaluation ----------------------------------------------------------------------------
@@ -239,6 +360,12 @@ def address_claim_key(email: str) -> str:
 CLAIM_TAKEN = "claim for this checkout already taken"
 # Stored as the decision's reason (English, like the others) when production has no mail server.
 NO_MAIL_SERVER = "no mail server configured"
+
+
+def holdout_reason(config: ReminderSettings, would_send: str) -> str:
+    """Why a checkout that would have got a reminder got none: it was drawn for the holdout."""
+    share = f"{config.holdout_share:.0%}"
+    return f"holdout: drawn for the control group ({share}); would have sent {would_send}"
 
 
 def frequency_capped(config: ReminderSettings) -> str:
@@ -324,6 +451,51 @@ def _discount_block(checkout: CheckoutState, config: ReminderSettings) -> str:
     return ""
 
 
+def arm_counts(window_days: int, *, now: datetime | None = None) -> dict[str, ArmCounts]:
+    """Decisions and conversions per measured arm, over decisions whose attribution window
+    has closed (a younger one may still convert): holdout decisions, and mails that were
+    sent; a conversion counts when its order came within the window."""
+    window = timedelta(days=window_days)
+    closed = ReminderDecision.objects.filter(decided_at__lte=(now or timezone.now()) - window)
+    counted = Q(arm=Arm.HOLDOUT) | Q(arm__in=[Arm.PLAIN, Arm.DISCOUNT], sent_at__isnull=False)
+    rows = (
+        closed.filter(counted)
+        .values_list("arm")
+        .annotate(
+            n=Count("pk"),
+            k=Count("pk", filter=Q(converted_at__lte=F("decided_at") + window)),
+        )
+        .order_by()
+    )
+    found = {arm: ArmCounts(n, k) for arm, n, k in rows}
+    return {arm: found.get(arm, ArmCounts(0, 0)) for arm in MEASURED_ARMS}
+
+
+def configured_probabilities(config: ReminderSettings) -> Probabilities:
+    """The probabilities the merchant entered in the reminder settings."""
+    return Probabilities(
+        p0=config.p0,
+        p_plain=config.p_plain,
+        p_discount=config.p_discount,
+        discount_rate=config.discount_rate,
+    )
+
+
+def probabilities_in_use(
+    config: ReminderSettings, *, now: datetime | None = None
+) -> ProbabilityChoice:
+    """The probabilities decisions use now: measured or configured, as the settings say and
+    the data allow (decisions.choose_probabilities)."""
+    configured = configured_probabilities(config)
+    use_measured = config.probabilities_from == ReminderSettings.ProbabilitySource.MEASURED
+    return choose_probabilities(
+        configured,
+        arm_counts(config.attribution_window_days, now=now) if use_measured else {},
+        use_measured=use_measured,
+        minimum=config.min_decisions_per_arm,
+    )
+
+
 def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderChoice, dict]:
     """The expected-value choice for this checkout, and the inputs to keep with it."""
     basket = Basket(
@@ -351,12 +523,8 @@ def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderC
         )
         for row in rows
     ]
-    probabilities = Probabilities(
-        p0=config.p0,
-        p_plain=config.p_plain,
-        p_discount=config.p_discount,
-        discount_rate=config.discount_rate,
-    )
+    in_use = probabilities_in_use(config)
+    probabilities = in_use.probabilities
     blocked = _discount_block(checkout, config)
     choice = choose_reminder(
         basket,
@@ -375,10 +543,12 @@ def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderC
             for rule, row in zip(rules, rows, strict=True)
         ],
         "default_margin_rate": str(config.default_margin_rate),
-        "p0": str(config.p0),
-        "p_plain": str(config.p_plain),
-        "p_discount": str(config.p_discount),
-        "discount_rate": str(config.discount_rate),
+        "p0": str(probabilities.p0),
+        "p_plain": str(probabilities.p_plain),
+        "p_discount": str(probabilities.p_discount),
+        "discount_rate": str(probabilities.discount_rate),
+        "probabilities_from": in_use.source,
+        "probabilities_reason": in_use.reason,
         "discount_available": not blocked,
     }
     return choice, inputs
@@ -429,6 +599,19 @@ def evaluate(checkout_id: int, version: datetime) -> str:
     if not claims.claim_once(checkout_key, CHECKOUT_CLAIM_TTL):
         _record(checkout, overwrite=False, arm=Arm.NONE, reason=CLAIM_TAKEN)
         return "skipped: claimed"
+    if in_holdout(checkout.source, checkout.token, config.holdout_salt, config.holdout_share):
+        # The checkout's claim is kept, as after a mail: a later version is not drawn again.
+        # The address claim is not taken: no mail went out.
+        _record(
+            checkout,
+            overwrite=False,
+            **{
+                **_choice_fields(choice, {**inputs, "would_send": choice.arm}),
+                "arm": Arm.HOLDOUT,
+                "reason": holdout_reason(config, choice.arm),
+            },
+        )
+        return "holdout"
     if not claims.claim_once(address_key, timedelta(days=config.frequency_cap_days)):
         claims.release(checkout_key)
         _record(checkout, overwrite=False, arm=Arm.NONE, reason=frequency_capped(config))
@@ -452,3 +635,92 @@ def evaluate(checkout_id: int, version: datetime) -> str:
         checkout.pk,
     )
     return f"sent {choice.arm}"
+
+
+# --- results: what each arm measured, for the dashboard and the API -------------------------
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """One measured arm: its counts (closed windows), interval, the configured and the used
+    probability, and every order attributed to it so far with its revenue."""
+
+    arm: str
+    counts: ArmCounts
+    interval: tuple[float, float]
+    configured: Decimal
+    in_use: Decimal
+    orders: int
+    """Orders attributed to the arm's decisions, windows still open included."""
+    revenue: Decimal
+    open_decisions: int
+    """Decisions whose attribution window is still open: not in `counts` yet."""
+
+
+@dataclass(frozen=True)
+class ReminderResults:
+    """What reminders did, per arm, and which probabilities decide now, and why."""
+
+    arms: list[ArmResult]
+    in_use: ProbabilityChoice
+    asked_for: str
+    """The merchant's setting: configured or measured."""
+    minimum: int
+    window_days: int
+    uplift: Uplift | None
+    """Orders the mails added over the holdout's rate (None without holdout decisions)."""
+
+
+def reminder_results(
+    config: ReminderSettings | None = None, *, now: datetime | None = None
+) -> ReminderResults:
+    """Every measured arm's numbers from the decisions table; reads the database only."""
+    config = config or ReminderSettings.load()
+    now = now or timezone.now()
+    counts = arm_counts(config.attribution_window_days, now=now)
+    configured = configured_probabilities(config)
+    in_use = choose_probabilities(
+        configured,
+        counts,
+        use_measured=config.probabilities_from == ReminderSettings.ProbabilitySource.MEASURED,
+        minimum=config.min_decisions_per_arm,
+    )
+    counted = Q(arm=Arm.HOLDOUT) | Q(arm__in=[Arm.PLAIN, Arm.DISCOUNT], sent_at__isnull=False)
+    window_start = now - timedelta(days=config.attribution_window_days)
+    totals = {
+        arm: (orders, revenue or Decimal(0), open_decisions)
+        for arm, orders, revenue, open_decisions in ReminderDecision.objects.filter(counted)
+        .values_list("arm")
+        .annotate(
+            orders=Count("pk", filter=Q(converted_at__isnull=False)),
+            revenue=Sum("order_value"),
+            open_decisions=Count("pk", filter=Q(decided_at__gt=window_start)),
+        )
+        .order_by()
+    }
+    arms = []
+    for arm in MEASURED_ARMS:
+        orders, revenue, open_decisions = totals.get(arm, (0, Decimal(0), 0))
+        field = PROBABILITY_OF_ARM[arm]
+        arms.append(
+            ArmResult(
+                arm=arm,
+                counts=counts[arm],
+                interval=counts[arm].interval(),
+                configured=getattr(configured, field),
+                in_use=getattr(in_use.probabilities, field),
+                orders=orders,
+                revenue=revenue,
+                open_decisions=open_decisions,
+            )
+        )
+    return ReminderResults(
+        arms=arms,
+        in_use=in_use,
+        asked_for=config.probabilities_from,
+        minimum=config.min_decisions_per_arm,
+        window_days=config.attribution_window_days,
+        uplift=uplift(
+            [counts[Arm.PLAIN], counts[Arm.DISCOUNT]], counts[Arm.HOLDOUT], level=CREDIBLE_LEVEL
+        ),
+    )

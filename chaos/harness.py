@@ -217,6 +217,8 @@ class Harness:
                 "p_discount": shop.PROBABILITIES.p_discount,
                 "discount_rate": shop.PROBABILITIES.discount_rate,
                 "default_margin_rate": shop.DEFAULT_MARGIN_RATE,
+                "holdout_share": shop.HOLDOUT_SHARE,
+                "holdout_salt": shop.HOLDOUT_SALT,
             },
         )
         for rule in shop.MARGIN_RULES:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from automation.decisions import MarginRule, Probabilities
+from automation.decisions import DEFAULT_HOLDOUT_SHARE, MarginRule, Probabilities
 
 SHOP_DOMAIN = "elbkerzen.myshopify.com"
 SHOPIFY_SECRET = "chaos_shopify_secret"  # noqa: S105 (a throwaway secret of the run)
@@ -26,6 +26,8 @@ FIRST_AD_GROUP_ID = 7_100_000_000
 PROMOTION_AD_GROUP_ID = "7200000001"
 BROKEN_AD_GROUP_ID = "7999999999"
 
+HOLDOUT_SHARE = DEFAULT_HOLDOUT_SHARE  # ReminderSettings' default: 10 % get no mail, drawn
+HOLDOUT_SALT = "chaos"  # ReminderSettings.holdout_salt: which checkouts the draw holds out
 PROBABILITIES = Probabilities()  # the ReminderSettings defaults: p0 .04, plain .08, discount .11
 DEFAULT_MARGIN_RATE = Decimal("0.40")
 

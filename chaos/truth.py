@@ -6,6 +6,8 @@ it, so that expectation is computed from the delivered sends. Reminders are comp
 reached the system too: a checkout whose every version was dropped is unknown, and a dropped
 order cannot stop a reminder. The arm comes from `automation.decisions.choose_reminder` with
 the shop's own margin rules and probabilities: the expected-value rule itself is not re-derived.
+A checkout the holdout draw (`automation.decisions.in_holdout`, the shop's salt and share)
+keeps from a mail is due nothing: its arm is `holdout`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
-from automation.decisions import Basket, Line, choose_reminder
+from automation.decisions import Basket, Line, choose_reminder, in_holdout
 
 from . import shop
 from .generator import (
@@ -32,7 +34,7 @@ PAUSED, ENABLED, DEAD = "PAUSED", "ENABLED", "dead"
 
 @dataclass(frozen=True)
 class Reminder:
-    """The reminder one checkout must get: `none`, `plain` or `discount`."""
+    """The reminder one checkout must get: `none`, `holdout`, `plain` or `discount`."""
 
     key: str
     email: str
@@ -51,7 +53,7 @@ class Truth:
 
     @property
     def due(self) -> dict[str, Reminder]:
-        return {key: r for key, r in self.reminders.items() if r.arm != "none"}
+        return {key: r for key, r in self.reminders.items() if r.arm not in ("none", "holdout")}
 
 
 def status_for(total: int, pause_at: int) -> str:
@@ -152,5 +154,9 @@ def _reminders(scenario: Scenario) -> dict[str, Reminder]:
             newest = max(versions[checkout.token], key=lambda version: version.at)
             if newest.email and newest.consent:
                 arm = arm_for(basket_for(newest))
+        if arm != "none" and in_holdout(
+            checkout.source, checkout.token, shop.HOLDOUT_SALT, shop.HOLDOUT_SHARE
+        ):
+            arm = "holdout"
         reminders[checkout.key] = Reminder(checkout.key, checkout.email, arm)
     return reminders

@@ -290,7 +290,7 @@ def test_decisions_are_counted_by_arm(db):
             checkout=checkout, checkout_version=now, arm=arm, reason="test"
         )
 
-    assert data.decisions_by_arm() == {"none": 1, "plain": 2, "discount": 1}
+    assert data.decisions_by_arm() == {"none": 1, "holdout": 0, "plain": 2, "discount": 1}
 
 
 # --- health --------------------------------------------------------------------------------

@@ -239,6 +239,9 @@ class ReminderDecisionSerializer(serializers.ModelSerializer):
             "decided_at",
             "sent_at",
             "error",
+            "converted_at",
+            "order_value",
+            "attributed_by",
         ]
         read_only_fields = fields
 

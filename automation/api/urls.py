@@ -13,7 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAdminUser
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import results, views
 
 router = DefaultRouter()
 router.register("watched-items", views.WatchedItemViewSet, basename="watched-item")
@@ -32,5 +32,6 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="api-schema", **staff_only),
         name="api-docs",
     ),
+    path("reminder-results/", results.ReminderResultsView.as_view(), name="reminder-results"),
     path("", include(router.urls)),
 ]

@@ -21,10 +21,11 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .. import reconcile, shopify_access
-from ..decisions import NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
+from .. import checkouts, reconcile, shopify_access
+from ..decisions import CREDIBLE_LEVEL, NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
 from ..models import (
     AdGroupAction,
+    DashboardSettings,
     Delivery,
     ReconcileRun,
     ReminderDecision,
@@ -39,8 +40,6 @@ CENT = Decimal("0.01")
 REACTION_DAYS = 30
 DELIVERY_DAYS = 14
 
-BY_HAND = timedelta(hours=43)
-"""The seed's shop owner noticed a sell-out after 43 hours on average, checking by hand."""
 POLLING = timedelta(minutes=7.5)
 """Polling every 15 minutes notices a sell-out after half an interval on average."""
 
@@ -56,6 +55,12 @@ SAMPLE_BASKETS = (
 
 
 # --- reaction to sell-outs -----------------------------------------------------------------
+
+
+def manual_check(config: DashboardSettings | None = None) -> timedelta:
+    """How long the ads ran blind until the merchant's next manual check (their setting)."""
+    config = config or DashboardSettings.load()
+    return timedelta(hours=config.manual_check_hours)
 
 
 def reaction_cost(reaction: timedelta, clicks_per_day: Decimal, cost_per_click: Decimal) -> Decimal:
@@ -92,6 +97,8 @@ class SellOut:
     cost_per_click: Decimal
     source: str
     dry_run: bool
+    by_hand_cost: Decimal = Decimal(0)
+    """What the clicks would have cost until the next manual check, at this item's rates."""
 
     @property
     def reaction_text(self) -> str:
@@ -100,6 +107,15 @@ class SellOut:
     @property
     def cost_text(self) -> str:
         return format_euros(self.cost)
+
+    @property
+    def avoided(self) -> Decimal:
+        """Ad spend avoided: the cost until a manual check less what the ads really cost."""
+        return max(self.by_hand_cost - self.cost, Decimal(0))
+
+    @property
+    def avoided_text(self) -> str:
+        return format_euros(self.avoided)
 
 
 @dataclass(frozen=True)
@@ -140,13 +156,17 @@ def _is_sell_out(action: AdGroupAction, previous_status: str | None) -> bool:
     )
 
 
-def sell_outs(*, now: datetime | None = None, days: int = REACTION_DAYS) -> SellOuts:
+def sell_outs(
+    *, now: datetime | None = None, days: int = REACTION_DAYS, by_hand: timedelta | None = None
+) -> SellOuts:
     """Every sell-out in the last `days` days: the first PAUSED per ad group after it was enabled.
 
     Every successful action (promotions and manual ones too) moves the ad group's status, so a
     PAUSED while already paused is a repeat, not a new sell-out. Failed calls changed nothing.
+    Each is priced against `by_hand` (the merchant's manual-check time by default).
     """
     now = now or timezone.now()
+    by_hand = by_hand if by_hand is not None else manual_check()
     since = now - timedelta(days=days)
     before_window = (
         AdGroupAction.objects.filter(
@@ -201,6 +221,7 @@ def sell_outs(*, now: datetime | None = None, days: int = REACTION_DAYS) -> Sell
                 cost_per_click=cost_per_click,
                 source=action.source,
                 dry_run=action.result == AdGroupAction.Result.DRY_RUN,
+                by_hand_cost=reaction_cost(by_hand, clicks_per_day, cost_per_click),
             )
         )
     measured.sort(key=lambda sell_out: sell_out.sold_out_at, reverse=True)
@@ -231,14 +252,17 @@ class ComparisonRow:
         return _("%(time)s → %(clicks)s clicks ≈ %(cost)s") % values
 
 
-def reaction_comparison(measured: list[SellOut]) -> list[ComparisonRow]:
+def reaction_comparison(
+    measured: list[SellOut], by_hand: timedelta | None = None
+) -> list[ComparisonRow]:
     """The seed's comparison (by hand, polling, at 40 clicks × 0.60 €) next to each product's."""
+    by_hand = by_hand if by_hand is not None else manual_check()
     rows = [
         ComparisonRow(
             _("Checking by hand"),
-            BY_HAND,
-            clicks_during(BY_HAND, DEFAULT_CLICKS_PER_DAY),
-            reaction_cost(BY_HAND, DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK),
+            by_hand,
+            clicks_during(by_hand, DEFAULT_CLICKS_PER_DAY),
+            reaction_cost(by_hand, DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK),
             measured=False,
         ),
         ComparisonRow(
@@ -277,7 +301,37 @@ class ReactionSummary:
     median: timedelta | None
     total_cost: Decimal
     by_hand_cost: Decimal
-    """What the same sell-outs would have cost at 43 h each, at each item's rates."""
+    """What the same sell-outs would have cost until a manual check, at each item's rates."""
+    by_hand: timedelta = timedelta(0)
+    """The merchant's manual-check time the sell-outs are priced against."""
+    expected_avoided: Decimal = Decimal(0)
+    """What we expected to avoid per sell-out: the manual-check time at 40 clicks × 0.60 €."""
+
+    @property
+    def avoided(self) -> Decimal:
+        """Ad spend avoided, all sell-outs together."""
+        return max(self.by_hand_cost - self.total_cost, Decimal(0))
+
+    @property
+    def avoided_per_sell_out(self) -> Decimal | None:
+        return self.avoided / self.count if self.count else None
+
+    @property
+    def avoided_text(self) -> str:
+        return format_euros(self.avoided)
+
+    @property
+    def avoided_per_sell_out_text(self) -> str:
+        per = self.avoided_per_sell_out
+        return format_euros(per) if per is not None else "–"
+
+    @property
+    def expected_avoided_text(self) -> str:
+        return format_euros(self.expected_avoided)
+
+    @property
+    def by_hand_text(self) -> str:
+        return format_duration(self.by_hand)
 
     @property
     def median_text(self) -> str:
@@ -292,8 +346,9 @@ class ReactionSummary:
         return format_euros(self.by_hand_cost)
 
 
-def reaction_summary(result: SellOuts) -> ReactionSummary:
+def reaction_summary(result: SellOuts, by_hand: timedelta | None = None) -> ReactionSummary:
     """How many sell-outs, their median reaction, and their cost against checking by hand."""
+    by_hand = by_hand if by_hand is not None else manual_check()
     measured = result.measured
     median = statistics.median_low(s.reaction for s in measured) if measured else None
     return ReactionSummary(
@@ -302,9 +357,11 @@ def reaction_summary(result: SellOuts) -> ReactionSummary:
         median=median,
         total_cost=sum((s.cost for s in measured), Decimal(0)),
         by_hand_cost=sum(
-            (reaction_cost(BY_HAND, s.clicks_per_day, s.cost_per_click) for s in measured),
+            (reaction_cost(by_hand, s.clicks_per_day, s.cost_per_click) for s in measured),
             Decimal(0),
         ),
+        by_hand=by_hand,
+        expected_avoided=reaction_cost(by_hand, DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK),
     )
 
 
@@ -401,6 +458,143 @@ def expected_values(config: ReminderSettings | None = None) -> ReminderValues:
             )
         )
     return ReminderValues(baskets, available, config.discount_rate, probabilities)
+
+
+# --- results: what the reminders measurably did -----------------------------------------------
+
+ARM_LABELS = {
+    "holdout": gettext_lazy("Holdout (no mail)"),
+    "plain": gettext_lazy("Plain reminder"),
+    "discount": gettext_lazy("With discount"),
+}
+
+
+@dataclass(frozen=True)
+class ArmRow:
+    """One arm on the dashboard: measured rate and interval beside the configured value."""
+
+    result: checkouts.ArmResult
+
+    @property
+    def label(self) -> str:
+        return str(ARM_LABELS[self.result.arm])
+
+    @property
+    def counts_text(self) -> str:
+        counts = self.result.counts
+        return _("%(k)d of %(n)d") % {"k": counts.conversions, "n": counts.decisions}
+
+    @property
+    def rate_text(self) -> str:
+        rate = self.result.counts.rate
+        return format_percent(rate) if rate is not None else "–"
+
+    @property
+    def interval_text(self) -> str:
+        if not self.result.counts.decisions:
+            return "–"
+        low, high = self.result.interval
+        return _("%(low)s to %(high)s") % {
+            "low": format_percent(Decimal(f"{low:.4f}")),
+            "high": format_percent(Decimal(f"{high:.4f}")),
+        }
+
+    @property
+    def configured_text(self) -> str:
+        return format_percent(self.result.configured)
+
+    @property
+    def in_use_text(self) -> str:
+        return format_percent(self.result.in_use)
+
+    @property
+    def revenue_text(self) -> str:
+        return format_euros(self.result.revenue)
+
+
+@dataclass(frozen=True)
+class ResultsView:
+    """The results section: rows per arm, the uplift and which probabilities decide."""
+
+    results: checkouts.ReminderResults
+
+    @property
+    def rows(self) -> list[ArmRow]:
+        return [ArmRow(arm) for arm in self.results.arms]
+
+    @property
+    def level_text(self) -> str:
+        return format_percent(Decimal(str(CREDIBLE_LEVEL)))
+
+    @property
+    def measured_in_use(self) -> bool:
+        return self.results.in_use.source == "measured"
+
+    @property
+    def in_use_text(self) -> str:
+        """Which probabilities decide now, and why, in the merchant's words."""
+        results = self.results
+        if results.in_use.source == "measured":
+            return _(
+                "Decisions use the measured rates: every arm has at least %(minimum)d decisions."
+            ) % {"minimum": results.minimum}
+        if results.asked_for == ReminderSettings.ProbabilitySource.CONFIGURED:
+            return _(
+                "Decisions use the configured probabilities, as chosen in the reminder settings."
+            )
+        short = ", ".join(
+            f"{ARM_LABELS[row.arm]}: {row.counts.decisions}"
+            for row in results.arms
+            if row.arm in results.in_use.short
+        )
+        return _(
+            "Decisions use the configured probabilities until every arm has %(minimum)d "
+            "decisions with a closed window (so far %(short)s)."
+        ) % {"minimum": results.minimum, "short": short}
+
+    @property
+    def uplift_text(self) -> str:
+        """E.g. "+12 orders (90 %: 5 to 19)", or a dash without a holdout."""
+        uplift = self.results.uplift
+        if uplift is None:
+            return "–"
+        return _("%(orders)s orders (%(level)s: %(low)s to %(high)s)") % {
+            "orders": _signed(uplift.orders),
+            "level": self.level_text,
+            "low": _signed(uplift.low),
+            "high": _signed(uplift.high),
+        }
+
+    @property
+    def mailed_orders(self) -> int:
+        """Every order that followed a mail, counted naively (what the uplift corrects)."""
+        return sum(row.orders for row in self.results.arms if row.arm != "holdout")
+
+    @property
+    def mailed_revenue_text(self) -> str:
+        return format_euros(
+            sum((row.revenue for row in self.results.arms if row.arm != "holdout"), Decimal(0))
+        )
+
+    @property
+    def open_decisions(self) -> int:
+        return sum(row.open_decisions for row in self.results.arms)
+
+
+def reminder_results(config: ReminderSettings | None = None) -> ResultsView:
+    """The measured arms, read from the decisions table (checkouts.reminder_results)."""
+    return ResultsView(checkouts.reminder_results(config))
+
+
+def _signed(value: float) -> str:
+    """+12, −3, 0: whole orders with their sign, in the locale's number format."""
+    rounded = round(value)
+    text = number_format(abs(rounded))
+    if rounded > 0:
+        return f"+{text}"
+    if rounded < 0:
+        return f"−{text}"
+    return text
 
 
 # --- health --------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ STATUS_COLORS = {
     # the merchant), and told apart from both in the stacked chart
     "refused": "#a3478f",
 }
-ARM_COLORS = {"none": "#9aa5ad", "plain": "#417690", "discount": "#c7792b"}
+ARM_COLORS = {"none": "#9aa5ad", "holdout": "#6b7b86", "plain": "#417690", "discount": "#c7792b"}
 
 
 def _status_label(status: str) -> str:
@@ -41,14 +41,15 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 def overview() -> dict:
     """The template's context: the numbers and their charts, section by section."""
-    sell_outs = data.sell_outs()
-    comparison = data.reaction_comparison(sell_outs.measured)
+    by_hand = data.manual_check()
+    sell_outs = data.sell_outs(by_hand=by_hand)
+    comparison = data.reaction_comparison(sell_outs.measured, by_hand)
     values = data.expected_values()
     arms = data.decisions_by_arm()
     deliveries = data.deliveries_by_day()
     run = data.last_reconciliation()
     return {
-        "reaction": data.reaction_summary(sell_outs),
+        "reaction": data.reaction_summary(sell_outs, by_hand),
         "sell_outs": sell_outs.measured[:20],
         "comparison": comparison,
         "comparison_chart": charts.comparison_bars(
@@ -64,6 +65,7 @@ def overview() -> dict:
             title=_("What the ads cost after a sell-out, per sell-out"),
         ),
         "reminder_values": values,
+        "results": data.reminder_results(),
         "arms": arms,
         "arms_chart": charts.grouped_bar_chart(
             [str(ReminderDecision.Arm(arm).label) for arm in arms],

@@ -10,6 +10,7 @@ from .checkouts import (
     ReminderSettings,
     SuppressedAddress,
 )
+from .dashboard import DashboardSettings
 from .deliveries import Delivery
 from .inventory import StockLevel, WatchedItem
 from .promotions import Promotion, PromotionAdGroup
@@ -19,6 +20,7 @@ __all__ = [
     "AdGroupAction",
     "CheckoutState",
     "Claim",
+    "DashboardSettings",
     "DataRequest",
     "Delivery",
     "MarginRule",

@@ -5,12 +5,16 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 
 from ..addresses import address_key, identifying_address
 from ..decisions import (
+    DEFAULT_ATTRIBUTION_WINDOW_DAYS,
     DEFAULT_DISCOUNT_RATE,
+    DEFAULT_HOLDOUT_SHARE,
     DEFAULT_MARGIN_RATE,
+    DEFAULT_MIN_DECISIONS_PER_ARM,
     DEFAULT_P0,
     DEFAULT_P_DISCOUNT,
     DEFAULT_P_PLAIN,
@@ -154,6 +158,57 @@ class ReminderSettings(models.Model):
         help_text=_("At most one discount per e-mail address within this many days."),
     )
 
+    class ProbabilitySource(models.TextChoices):
+        CONFIGURED = "configured", _("the configured probabilities")
+        MEASURED = "measured", _("the measured rates, once every arm has enough decisions")
+
+    holdout_share = models.DecimalField(
+        verbose_name=_("holdout share"),
+        max_digits=5,
+        decimal_places=4,
+        default=DEFAULT_HOLDOUT_SHARE,
+        validators=_fraction,
+        help_text=_(
+            "Share of the checkouts that would get a reminder which get none, drawn at random, "
+            "so we can measure what reminders really add (0.10 = 10 %). Consent and "
+            "unsubscribes always come first."
+        ),
+    )
+    holdout_salt = models.CharField(
+        verbose_name=_("holdout salt"),
+        max_length=64,
+        blank=True,
+        help_text=_(
+            "Mixed into the draw. The same checkout always draws the same; change this only to "
+            "draw a new control group."
+        ),
+    )
+    attribution_window_days = models.PositiveIntegerField(
+        verbose_name=_("attribution window days"),
+        default=DEFAULT_ATTRIBUTION_WINDOW_DAYS,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "An order counts as the result of a decision if it completes the same checkout, or "
+            "comes from the same address within this many days."
+        ),
+    )
+    probabilities_from = models.CharField(
+        verbose_name=_("decide with"),
+        max_length=16,
+        choices=ProbabilitySource.choices,
+        default=ProbabilitySource.CONFIGURED,
+        help_text=_(
+            "Measured rates are used only once every arm (holdout, plain, discount) has the "
+            "minimum number of decisions below; until then the configured probabilities."
+        ),
+    )
+    min_decisions_per_arm = models.PositiveIntegerField(
+        verbose_name=_("minimum decisions per arm"),
+        default=DEFAULT_MIN_DECISIONS_PER_ARM,
+        validators=[MinValueValidator(1)],
+        help_text=_("Decisions each arm needs before its measured rate may decide."),
+    )
+
     class Meta:
         verbose_name = _("reminder settings")
         verbose_name_plural = _("reminder settings")
@@ -234,6 +289,7 @@ class ReminderDecision(models.Model):
 
     class Arm(models.TextChoices):
         NONE = "none", _("no mail")
+        HOLDOUT = "holdout", _("holdout (no mail, control group)")
         PLAIN = "plain", _("plain reminder")
         DISCOUNT = "discount", _("reminder with discount")
 
@@ -269,6 +325,37 @@ class ReminderDecision(models.Model):
     sent_at = models.DateTimeField(verbose_name=_("sent at"), null=True, blank=True)
     error = models.TextField(verbose_name=_("error"), blank=True)
 
+    class AttributedBy(models.TextChoices):
+        CHECKOUT = "checkout", _("same checkout")
+        ADDRESS = "address", _("same address")
+
+    converted_at = models.DateTimeField(
+        verbose_name=_("converted at"),
+        null=True,
+        blank=True,
+        help_text=_("When an order attributed to this decision was placed."),
+    )
+    order_value = models.DecimalField(
+        verbose_name=_("order value"),
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text=_("The attributed order's total."),
+    )
+    order_ref = models.CharField(
+        verbose_name=_("order"),
+        max_length=300,
+        blank=True,
+        help_text=_("The attributed order (Shopify order id or Stripe session id)."),
+    )
+    attributed_by = models.CharField(
+        verbose_name=_("attributed by"),
+        max_length=8,
+        choices=AttributedBy.choices,
+        blank=True,
+    )
+
     class Meta:
         verbose_name = _("reminder decision")
         verbose_name_plural = _("reminder decisions")
@@ -276,9 +363,18 @@ class ReminderDecision(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["checkout", "checkout_version"], name="decision_unique_version"
-            )
+            ),
+            # An order is attributed once, however often its webhook arrives.
+            models.UniqueConstraint(
+                fields=["order_ref"],
+                condition=~models.Q(order_ref=""),
+                name="decision_unique_order",
+            ),
         ]
-        indexes = [models.Index(fields=["email", "sent_at"])]
+        indexes = [
+            models.Index(fields=["email", "sent_at"]),
+            models.Index(Lower("email"), "decided_at", name="decision_address_time"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.checkout}: {self.arm}"

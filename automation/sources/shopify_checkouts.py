@@ -4,8 +4,10 @@ Shopify signs the body only, so a captured body of one topic can be re-sent unde
 each parser refuses a body that lacks its topic's shape.
 """
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 
 from ..addresses import identifying_address
 from ..exceptions import InvalidPayload
@@ -105,10 +107,14 @@ class OrderEvent:
     checkout_token: str = ""
     # When the order was placed; None when the body has no `created_at` (the handler uses now).
     created_at: datetime | None = None
-    # The customer as the body names them, only for the redaction pseudonyms.
+    # The customer as the body names them, for the redaction pseudonyms and, normalised, to
+    # attribute the order to a reminder decision for the same address.
     named_email: str = ""
     customer_id: int | None = None
     phone: str = ""
+    # The order's total in the shop's currency; None when the body has none we can read.
+    total_price: Decimal | None = None
+    currency: str = ""
 
 
 def parse_order(payload: object) -> OrderEvent:
@@ -116,7 +122,11 @@ def parse_order(payload: object) -> OrderEvent:
 
     Only the body is signed, so it must carry an order's numeric `id` and, if any, an Order
     gid. An order names its customer like a checkout does (`email`, `contact_email`, `phone`,
-    `customer`). `created_at` is read only for an order that completes a checkout.
+    `customer`). `created_at` is read only for an order that completes a checkout or names an
+    address (the two ways an order is attributed to a reminder decision). `total_price` ("the
+    sum of all line item prices, discounts, shipping, taxes, and tips in the shop currency",
+    the order resource above) is its value; an unreadable one leaves the value unknown
+    rather than refusing the order that completes a checkout.
     """
     payload = json_object(payload)
     if optional_id(payload.get("id")) is None:
@@ -135,9 +145,17 @@ def parse_order(payload: object) -> OrderEvent:
     )
     token = payload.get("checkout_token")
     token = token.strip()[:255] if isinstance(token, str) else ""
-    created_at = (
-        timestamp(payload.get("created_at"), "created_at", required=False) if token else None
-    )
+    created_at = None
+    if token:
+        created_at = timestamp(payload.get("created_at"), "created_at", required=False)
+    elif email:  # only for attribution by address: an unreadable time is "now", not a refusal
+        with contextlib.suppress(InvalidPayload):
+            created_at = timestamp(payload.get("created_at"), "created_at", required=False)
+    try:
+        total = amount(payload.get("total_price"), "total_price")
+    except InvalidPayload:
+        total = None
+    currency = payload.get("currency")
     return OrderEvent(
         order_id=payload["id"],
         checkout_token=token,
@@ -145,4 +163,6 @@ def parse_order(payload: object) -> OrderEvent:
         named_email=email,
         customer_id=shopify_customer_id(customer.get("id")),
         phone=phone(customer.get("phone"), payload.get("phone")),
+        total_price=total,
+        currency=currency.strip().upper()[:3] if isinstance(currency, str) else "",
     )
