@@ -34,7 +34,6 @@ from .models import (
 from .privacy import mask_email
 from .sources import load_body
 
-
 # The header names the shop, not "Django administration"; "View site" leads to the dashboard.
 admin.site.site_header = settings.SHOP_NAME
 admin.site.site_title = settings.SHOP_NAME

@@ -60,7 +60,7 @@ def topics_help() -> str:
 
 
 def dated_now(topic: str, body: bytes) -> bytes:
-    """The body with its checkout dated now: `created_at`/`updated_at` (Shopify), `created` (Stripe)."""
+    """The body dated now: `created_at` and `updated_at` (Shopify), `created` (Stripe)."""
     payload = json.loads(body)
     if is_stripe(topic):
         payload["created"] = int(time.time())
