@@ -159,7 +159,7 @@ class WatchedItemAdmin(admin.ModelAdmin):
         if action is None:
             return "–"
         when = timezone.localtime(action.requested_at).strftime("%Y-%m-%d %H:%M")
-        return f"{action.desired_status} ({action.get_result_display()}) {when}"
+        return f"{action.get_desired_status_display()} ({action.get_result_display()}) {when}"
 
 
 @admin.register(AdGroupAction)
