@@ -38,7 +38,7 @@ test: $(STAMP)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-# A replayable shop day with faults, checked against the truth (see README). ARGS="--seed 7 ..."
+# A replayable shop day with faults, checked against the truth (docs/ARCHITECTURE.md). ARGS="--seed 7 ..."
 chaos: export SECRET_KEY ?= chaos-only-not-secret
 chaos: $(STAMP)
 	$(BIN)/python -m chaos $(ARGS)
