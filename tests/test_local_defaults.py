@@ -122,3 +122,9 @@ def test_a_deployment_with_its_own_secret_key_never_reads_the_local_defaults():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "[]"]
+
+
+def test_the_image_leaves_the_local_defaults_out():
+    from tests.test_deploy_files import excluded
+
+    assert excluded(".env.local"), "the Docker build context would copy .env.local"
