@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, DjangoHelpFor
 from django.urls import reverse
 from django.utils import timezone
 
-from automation.sources import shopify, stripe
+from automation.sources import load_body, shopify, stripe
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SHOPIFY_SAMPLES = SAMPLES / "shopify"
@@ -45,7 +45,7 @@ def bundled_topics() -> list[tuple[str, Path]]:
         resource, _, event = path.stem.rpartition("_")
         topics.append((f"{resource}/{event}", path))
     for path in sorted(STRIPE_SAMPLES.glob("*.json")):
-        topics.append((json.loads(path.read_text())["type"], path))
+        topics.append((load_body(path.read_bytes())["type"], path))
     return topics
 
 
@@ -61,7 +61,7 @@ def topics_help() -> str:
 
 def dated_now(topic: str, body: bytes) -> bytes:
     """The body dated now: `created_at` and `updated_at` (Shopify), `created` (Stripe)."""
-    payload = json.loads(body)
+    payload = load_body(body)
     if is_stripe(topic):
         payload["created"] = int(time.time())
     elif topic.startswith("checkouts/"):
@@ -148,7 +148,7 @@ class Command(BaseCommand):
         secret = options["secret"] or next(iter(settings.STRIPE_WEBHOOK_SECRETS), None)
         if not secret:
             raise CommandError("no secret: pass --secret or set STRIPE_WEBHOOK_SECRETS")
-        payload = json.loads(body)
+        payload = load_body(body)
         payload["id"] = options["event_id"] or f"evt_test_{uuid.uuid4().hex}"
         body = json.dumps(payload, ensure_ascii=False).encode()
         # Stripe signs "{t}.{body}" and sends `t=<unix time>,v1=<hex HMAC-SHA256>`
