@@ -14,14 +14,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# Local defaults; anything already in the environment wins.
-run: export DEBUG ?= 1
-run: export SHOPIFY_WEBHOOK_SECRETS ?= demo_secret
-run: export STRIPE_WEBHOOK_SECRETS ?= whsec_demo
-run: export PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/prometheus
+# The local defaults (DEBUG, demo webhook secrets, metrics directory) live in .env.local, which
+# settings reads for every manage.py process here; anything already in the environment wins.
+# Only the metrics directory is needed here too: emptied at each start (settings re-creates it).
+METRICS_DIR = $(or $(PROMETHEUS_MULTIPROC_DIR),$(shell sed -n 's/^PROMETHEUS_MULTIPROC_DIR=//p' .env.local))
 run: $(STAMP)
 	mkdir -p var/static
-	rm -rf "$$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"
+	rm -rf "$(METRICS_DIR)"
 	$(BIN)/python manage.py ensure_redis
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo_setup
@@ -39,7 +38,7 @@ test: $(STAMP)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-# A replayable shop day with faults, checked against the truth (see README). ARGS="--seed 7 ..."
+# A replayable shop day with faults, checked against the truth (docs/ARCHITECTURE.md). ARGS="--seed 7 ..."
 chaos: export SECRET_KEY ?= chaos-only-not-secret
 chaos: $(STAMP)
 	$(BIN)/python -m chaos $(ARGS)

@@ -2,10 +2,12 @@
 
 import json
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import redirect
+from django.urls import reverse_lazy
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -34,14 +36,22 @@ from .privacy import mask_email
 from .setup.forms import WatchedItemForm
 from .sources import load_body
 
+# The header names the shop, not "Django administration"; "View site" leads to the dashboard.
+admin.site.site_header = settings.SHOP_NAME
+admin.site.site_title = settings.SHOP_NAME
+admin.site.site_url = reverse_lazy("dashboard")
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records the merchant reads but never edits."""
+    """Records the merchant reads but never edits or deletes (no delete action either)."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
 
@@ -152,7 +162,7 @@ class WatchedItemAdmin(admin.ModelAdmin):
         if action is None:
             return "–"
         when = timezone.localtime(action.requested_at).strftime("%Y-%m-%d %H:%M")
-        return f"{action.desired_status} ({action.get_result_display()}) {when}"
+        return f"{action.get_desired_status_display()} ({action.get_result_display()}) {when}"
 
 
 @admin.register(AdGroupAction)
@@ -171,9 +181,6 @@ class AdGroupActionAdmin(ReadOnlyAdmin):
     search_fields = ("ad_group_id", "reason")
     date_hierarchy = "requested_at"
     list_select_related = ("delivery",)
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(StockLevel)

@@ -22,6 +22,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from . import claims, reminder_mail
 from .addresses import address_key
@@ -63,8 +65,9 @@ Status = Delivery.Status
 Arm = ReminderDecision.Arm
 CHECKOUT_CLAIM_TTL = timedelta(days=30)
 # The skip reason of a checkout whose address does not normalise (automation/addresses.py).
-INVALID_EMAIL = "invalid e-mail"
-RECOVERY_LINK_NOT_ALLOWED = "recovery link not allowed"
+# Reasons are stored in the active language: the shop's (LANGUAGE_CODE) in the worker.
+INVALID_EMAIL = _("invalid e-mail")
+RECOVERY_LINK_NOT_ALLOWED = _("recovery link not allowed")
 # Shopify served every checkout on checkout.shopify.com until July 2017, and on the domain the
 # buyer shops on since: "the new format will be https://#{shop_domain}/#{shop.id}/checkouts/
 # #{checkout.token}. If the merchant forces redirects to their primary shop domain, then all
@@ -357,9 +360,9 @@ def address_claim_key(email: str) -> str:
     return f"reminder-to:{email_ref(address_key(email) or email)}"
 
 
-CLAIM_TAKEN = "claim for this checkout already taken"
-# Stored as the decision's reason (English, like the others) when production has no mail server.
-NO_MAIL_SERVER = "no mail server configured"
+CLAIM_TAKEN = _("claim for this checkout already taken")
+# Stored as the decision's reason when production has no mail server.
+NO_MAIL_SERVER = _("no mail server configured")
 
 
 def holdout_reason(config: ReminderSettings, would_send: str) -> str:
@@ -369,7 +372,12 @@ def holdout_reason(config: ReminderSettings, would_send: str) -> str:
 
 
 def frequency_capped(config: ReminderSettings) -> str:
-    return f"address got a reminder within {config.frequency_cap_days} days"
+    days = config.frequency_cap_days
+    return ngettext(
+        "address got a reminder within %(days)d day",
+        "address got a reminder within %(days)d days",
+        days,
+    ) % {"days": days}
 
 
 def recovery_link_hosts(checkout: CheckoutState) -> frozenset[str]:
@@ -390,47 +398,51 @@ def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
     (its key opens the buyer's checkout).
     """
     if not url.isascii() or any(not ch.isprintable() or ch in " \\" for ch in url):
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: characters a link does not have"
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("characters a link does not have")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: not a URL"
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("not a URL")
     if parts.scheme != "https":
         named = re.fullmatch(r"[a-z][a-z0-9+.-]{0,15}", parts.scheme)
         return f"{RECOVERY_LINK_NOT_ALLOWED}: " + (
-            f"{parts.scheme}: is not https" if named else "not an https link"
+            gettext("%(scheme)s: is not https") % {"scheme": parts.scheme}
+            if named
+            else gettext("not an https link")
         )
     if "@" in parts.netloc:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: a user name before the host"
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("a user name before the host")
     if port not in (None, 443):
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: port {port}"
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("port %(port)s") % {"port": port}
     if not parts.hostname:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: no host"
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("no host")
     if parts.hostname not in hosts:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: host {parts.hostname[:100]} is not the shop's"
+        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("host %(host)s is not the shop's") % {
+            "host": parts.hostname[:100]
+        }
     return ""
 
 
 def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     """Why this checkout gets no reminder at all, or "" when it may get one."""
     if checkout.completed_at:
-        return "checkout completed"
+        return gettext("checkout completed")
     if not checkout.email:
-        return "no e-mail address"
+        return gettext("no e-mail address")
     key = address_key(checkout.email)
     if key is None:  # stored before addresses were normalised at the edge
         return INVALID_EMAIL
     if not checkout.accepts_marketing:
-        return "no marketing consent (UWG §7)"
+        return gettext("no marketing consent (UWG §7)")
     if SuppressedAddress.objects.filter(email=key).exists():
-        return "address unsubscribed"
+        return gettext("address unsubscribed")
     if claims.is_claimed(address_claim_key(key)):
         return frequency_capped(config)
     if claims.is_claimed(checkout_claim_key(checkout)):
         return CLAIM_TAKEN
     if not checkout.recovery_url:
-        return "no recovery link"
+        return gettext("no recovery link")
     if problem := recovery_link_problem(checkout.recovery_url, recovery_link_hosts(checkout)):
         return problem
     if reminder_mail.mail_server_problem():

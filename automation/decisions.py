@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Literal
 
+from django.utils.formats import number_format
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
+
 DEFAULT_MARGIN_RATE = Decimal("0.40")
 """Margin rate for lines no merchant rule matches (and for baskets without line items)."""
 
@@ -31,12 +35,16 @@ DEFAULT_P_DISCOUNT = Decimal("0.11")
 DEFAULT_DISCOUNT_RATE = Decimal("0.10")
 """The discount the code gives, as a share of the basket."""
 
-NO_DISCOUNT_CODE = "no discount code configured"
+NO_DISCOUNT_CODE = _("no discount code configured")
 
 
 def recent_discount(cooldown_days: int) -> str:
     """Why the discount arm is closed to an address that got a discount within the cooldown."""
-    return f"address got a discount within {cooldown_days} days"
+    return ngettext(
+        "address got a discount within %(days)d day",
+        "address got a discount within %(days)d days",
+        cooldown_days,
+    ) % {"days": cooldown_days}
 
 
 CENT = Decimal("0.01")
@@ -247,17 +255,24 @@ def choose_reminder(
     def choice(arm: Arm, reason: str) -> ReminderChoice:
         return ReminderChoice(arm, margin, discount_cost, delta_plain, delta_discount, reason)
 
+    # The reason is written in the active language (the shop's, in the worker: LANGUAGE_CODE).
+    values = {"plain": number_format(delta_plain, 2)}
     if delta_discount is None:
-        why = discount_unavailable_reason.strip() or "no reason given"
+        values["why"] = str(discount_unavailable_reason).strip() or gettext("no reason given")
         if delta_plain > 0:
-            return choice("plain", f"plain: ΔE {delta_plain:.2f}; discount unavailable ({why})")
-        return choice("none", f"none: plain ΔE {delta_plain:.2f} ≤ 0; discount unavailable ({why})")
+            return choice(
+                "plain", gettext("plain: ΔE %(plain)s; discount unavailable (%(why)s)") % values
+            )
+        return choice(
+            "none", gettext("none: plain ΔE %(plain)s ≤ 0; discount unavailable (%(why)s)") % values
+        )
+    values["discount"] = number_format(delta_discount, 2)
     if delta_discount > delta_plain and delta_discount > 0:
-        return choice("discount", f"discount: ΔE {delta_discount:.2f} > plain {delta_plain:.2f}")
+        return choice("discount", gettext("discount: ΔE %(discount)s > plain %(plain)s") % values)
     if delta_plain > 0:
-        return choice("plain", f"plain: ΔE {delta_plain:.2f} ≥ discount {delta_discount:.2f}")
+        return choice("plain", gettext("plain: ΔE %(plain)s ≥ discount %(discount)s") % values)
     return choice(
-        "none", f"none: plain ΔE {delta_plain:.2f} and discount ΔE {delta_discount:.2f} ≤ 0"
+        "none", gettext("none: plain ΔE %(plain)s and discount ΔE %(discount)s ≤ 0") % values
     )
 
 

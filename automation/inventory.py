@@ -8,6 +8,7 @@ from typing import NamedTuple
 from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from . import ads, rows
 from .exceptions import PermanentAdsError, TransientAdsError
@@ -142,7 +143,13 @@ def _apply_locked(
                 customer_id=row.customer_id,
                 ad_group_id=row.ad_group_id,
                 status=status,
-                reason=f"{row.label}: {total} available {comparison} {row.pause_at}",
+                reason=gettext("%(label)s: %(total)s available %(comparison)s %(pause_at)s")
+                % {
+                    "label": row.label,
+                    "total": total,
+                    "comparison": comparison,
+                    "pause_at": row.pause_at,
+                },
                 source=source,
                 delivery=delivery,
             )

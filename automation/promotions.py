@@ -147,7 +147,12 @@ def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
                 customer_id=ad_group.customer_id,
                 ad_group_id=ad_group.ad_group_id,
                 status=status,
-                reason=f"promotion {promotion.name!r} {edge}s",
+                reason=(
+                    _("promotion “%(name)s” starts")
+                    if edge == "start"
+                    else _("promotion “%(name)s” ends")
+                )
+                % {"name": promotion.name},
                 source=AdGroupAction.Source.PROMOTION,
             )
         except TransientAdsError as err:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext
 from redis.exceptions import RedisError
 
 from .adapters.shopify_admin import AccessToken, ClientCredentialsTokens, StaticToken, TokenSource
@@ -67,8 +68,8 @@ def missing_settings() -> str:
     if is_configured():
         return ""
     if settings.SHOPIFY_CLIENT_ID:
-        return "SHOPIFY_CLIENT_SECRET (or SHOPIFY_WEBHOOK_SECRETS, the same app secret)"
-    return (
+        return gettext("SHOPIFY_CLIENT_SECRET (or SHOPIFY_WEBHOOK_SECRETS, the same app secret)")
+    return gettext(
         "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET (Dev Dashboard app) "
         "or SHOPIFY_ADMIN_TOKEN (app created in the Shopify admin)"
     )

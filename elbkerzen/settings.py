@@ -1,5 +1,6 @@
 """Django settings for Elbkerzen Automation: the only module that reads the environment."""
 
+import os
 from pathlib import Path
 
 import environ
@@ -9,6 +10,16 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# The local defaults (.env.local, committed): the one place `make run` and a direct
+# `python manage.py ...` take DEBUG, the demo webhook secrets and the metrics directory from.
+# Read only while no SECRET_KEY is set: a deployment must set one, so it never reads them.
+LOCAL_DEFAULTS = BASE_DIR / ".env.local"
+if not env.str("SECRET_KEY", default="") and LOCAL_DEFAULTS.is_file():
+    environ.Env.read_env(LOCAL_DEFAULTS, overwrite=False)
+    # prometheus_client reads the variable itself: made absolute, one directory for every process.
+    metrics_dir = BASE_DIR / env.str("PROMETHEUS_MULTIPROC_DIR", default="var/prometheus")
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
 
 DEBUG = env.bool("DEBUG", default=False)
 

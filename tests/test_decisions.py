@@ -125,7 +125,7 @@ def test_discount_unavailable_and_no_lift_is_none():
         discount_unavailable_reason=NO_DISCOUNT_CODE,
     )
     assert choice.arm == "none"
-    assert NO_DISCOUNT_CODE in choice.reason
+    assert str(NO_DISCOUNT_CODE) in choice.reason
 
 
 LINE = Line(price=D("10.00"), quantity=1, variant_id=11, product_id=22, sku="EK-1", vendor="Wachs")

@@ -1,7 +1,8 @@
 """API routes: the resources, their OpenAPI schema and a browsable view of it (staff only).
 
-The schema views use the API's own authentication and are for staff, instead of
-drf-spectacular's SERVE_PERMISSIONS default (anyone); they describe the API and hold no rows,
+The schema views use the API's own authentication (a token, or the admin's session: the admin
+links the Swagger page on every page) and are for staff, instead of drf-spectacular's
+SERVE_PERMISSIONS default (anyone); they describe the API and hold no rows,
 so they ask for no model permission. Every resource asks for its model's permissions
 (settings.REST_FRAMEWORK, automation/api/permissions.py). The Swagger page takes its assets from
 SPECTACULAR_SETTINGS["SWAGGER_UI_DIST"]: a CDN by default, the local drf-spectacular-sidecar

@@ -49,4 +49,5 @@ class AdGroupAction(models.Model):
         indexes = [models.Index(fields=["customer_id", "ad_group_id", "-requested_at"])]
 
     def __str__(self) -> str:
-        return f"{self.ad_group_id} → {self.desired_status} ({self.result})"
+        status, result = self.get_desired_status_display(), self.get_result_display()
+        return f"{self.ad_group_id} → {status} ({result})"

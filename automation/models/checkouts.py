@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..addresses import address_key, identifying_address
@@ -85,7 +86,10 @@ class CheckoutState(models.Model):
         indexes = [models.Index(fields=["email"])]
 
     def __str__(self) -> str:
-        return f"{self.source} checkout {self.token[:12]}"
+        return gettext("%(source)s checkout %(token)s") % {
+            "source": self.get_source_display(),
+            "token": self.token[:12],
+        }
 
 
 class ReminderSettings(models.Model):
@@ -214,7 +218,7 @@ class ReminderSettings(models.Model):
         verbose_name_plural = _("reminder settings")
 
     def __str__(self) -> str:
-        return "Reminder settings"
+        return gettext("Reminder settings")
 
     @classmethod
     def load(cls) -> "ReminderSettings":
@@ -255,10 +259,10 @@ class MarginRule(models.Model):
         verbose_name=_("vendor"),
         max_length=100,
         blank=True,
-        help_text='Everything from this vendor, e.g. "Elbkerzen".',
+        help_text=_('Everything from this vendor, e.g. "Elbkerzen".'),
     )
     note = models.CharField(
-        verbose_name=_("note"), max_length=200, blank=True, help_text='E.g. "own candles".'
+        verbose_name=_("note"), max_length=200, blank=True, help_text=_('E.g. "own candles".')
     )
 
     class Meta:
@@ -268,7 +272,7 @@ class MarginRule(models.Model):
 
     def __str__(self) -> str:
         matcher = next(
-            f"{name} {value}"
+            f"{self._meta.get_field(name).verbose_name} {value}"
             for name in ("variant_id", "product_id", "sku", "vendor")
             if (value := getattr(self, name)) not in (None, "")
         )
@@ -377,7 +381,7 @@ class ReminderDecision(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.checkout}: {self.arm}"
+        return f"{self.checkout}: {self.get_arm_display()}"
 
 
 class Claim(models.Model):
@@ -449,4 +453,6 @@ class DataRequest(models.Model):
         verbose_name_plural = _("data requests")
 
     def __str__(self) -> str:
-        return f"data request {self.customer_email or self.customer_id}"
+        return gettext("data request %(customer)s") % {
+            "customer": self.customer_email or self.customer_id
+        }

@@ -128,4 +128,4 @@ class Delivery(models.Model):
         indexes = [models.Index(fields=["status", "received_at"], name="delivery_status_received")]
 
     def __str__(self) -> str:
-        return f"{self.source} {self.topic} #{self.pk} ({self.status})"
+        return f"{self.get_source_display()} {self.topic} #{self.pk} ({self.get_status_display()})"

@@ -5,6 +5,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
@@ -33,7 +34,9 @@ class WatchedItem(models.Model):
         ),
     )
     label = models.CharField(
-        verbose_name=_("label"), max_length=200, help_text='What you call it, e.g. "Winterzauber".'
+        verbose_name=_("label"),
+        max_length=200,
+        help_text=_('What you call it, e.g. "Winterzauber".'),
     )
     ad_group_id = models.CharField(
         verbose_name=_("ad group id"),
@@ -92,7 +95,10 @@ class WatchedItem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.label} → ad group {self.ad_group_id}"
+        return gettext("%(label)s → ad group %(ad_group_id)s") % {
+            "label": self.label,
+            "ad_group_id": self.ad_group_id,
+        }
 
 
 class StockLevel(models.Model):
@@ -121,4 +127,8 @@ class StockLevel(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"item {self.inventory_item_id} @ {self.location_id}: {self.available}"
+        return gettext("item %(item)s @ location %(location)s: %(available)s") % {
+            "item": self.inventory_item_id,
+            "location": self.location_id,
+            "available": "–" if self.available is None else self.available,
+        }

@@ -20,7 +20,7 @@ class Promotion(models.Model):
         ENDED = "ended", _("ended")
 
     name = models.CharField(
-        verbose_name=_("name"), max_length=200, help_text='E.g. "Adventsaktion".'
+        verbose_name=_("name"), max_length=200, help_text=_('E.g. "Adventsaktion".')
     )
     time_zone = models.CharField(
         verbose_name=_("time zone"),

@@ -2,6 +2,7 @@
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -56,4 +57,8 @@ class ReconcileRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.trigger} run {self.local_date} ({self.status})"
+        return gettext("%(trigger)s run %(date)s (%(status)s)") % {
+            "trigger": self.get_trigger_display(),
+            "date": self.local_date,
+            "status": self.get_status_display(),
+        }
