@@ -256,3 +256,12 @@ def choose_reminder(
     return choice(
         "none", f"none: plain ΔE {delta_plain:.2f} and discount ΔE {delta_discount:.2f} ≤ 0"
     )
+
+
+def status_to_set(stock_status: str, manual_status: str) -> str:
+    """The ad group status to set: a manual state wins over the stock until it is released.
+
+    `stock_status` is what the stock asks for (paused at or below the threshold), and
+    `manual_status` the merchant's manual state ("" when there is none).
+    """
+    return manual_status or stock_status
