@@ -42,6 +42,7 @@ from .models import (
     WatchedItem,
 )
 from .privacy import mask_email
+from .setup.forms import WatchedItemForm
 from .sources import load_body
 from .sources.events import parse_event
 
@@ -304,6 +305,7 @@ class WatchedItemAdmin(admin.ModelAdmin):
     (source `admin`); manual pause and enable hold until released.
     """
 
+    form = WatchedItemForm  # product and ad group picked by name (automation/setup/forms.py)
     list_display = ("label", "product", "status", "pause_at", "stock_display")
     list_display_links = ("label",)
     list_editable = ("pause_at",)

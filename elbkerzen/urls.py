@@ -76,5 +76,6 @@ urlpatterns = [
     path("api/", include("automation.api.urls")),
     path("admin/rq/", include((superuser_patterns(rq_urls.urlpatterns), rq_urls.app_name))),
     path("admin/dashboard/", dashboard_views.dashboard, name="dashboard"),
+    path("admin/setup/", include("automation.setup.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,10 +1,16 @@
-"""Local TLS gRPC stand-in for AdGroupService so tests use the real GoogleAdsClient offline."""
+"""Local TLS gRPC stand-in for Google Ads so tests use the real GoogleAdsClient offline.
+
+AdGroupService.MutateAdGroups (status changes, scriptable failures) and, for the set-up page and
+the ad-group picker, GoogleAdsService.SearchStream with the little GAQL those send (see
+`_search_stream`).
+"""
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
 import os
+import re
 import tempfile
 import threading
 import time
@@ -40,6 +46,15 @@ _TLS: tuple[bytes, bytes] | None = None
 
 _Request = ad_group_service.MutateAdGroupsRequest.pb()
 _Response = ad_group_service.MutateAdGroupsResponse.pb()
+
+google_ads_service = import_module(
+    f"google.ads.googleads.{API_VERSION}.services.types.google_ads_service"
+)
+ad_group_status = import_module(f"google.ads.googleads.{API_VERSION}.enums.types.ad_group_status")
+SEARCH_SERVICE = f"google.ads.googleads.{API_VERSION}.services.GoogleAdsService"
+_SearchRequest = google_ads_service.SearchGoogleAdsStreamRequest.pb()
+_SearchResponse = google_ads_service.SearchGoogleAdsStreamResponse.pb()
+_Row = google_ads_service.GoogleAdsRow.pb()
 
 
 def _tls_material() -> tuple[bytes, bytes]:
@@ -185,6 +200,29 @@ class AdsStandIn:
         self._per_ad_group: dict[str, str] = {}
         self._lock = threading.Lock()
         self._server: grpc.Server | None = None
+        # GoogleAdsService.SearchStream: the account and its ad groups, for set-up and picking.
+        self.customer_name = "Elbkerzen Ads"
+        self.ad_groups: dict[str, dict[str, str]] = {}
+        self.searches: list[RecordedCall] = []
+        self.search_behaviour = "ok"  # or a BEHAVIOURS name: every search fails so
+
+    def add_ad_group(
+        self, ad_group_id: str, name: str, campaign: str, status: str = "ENABLED"
+    ) -> None:
+        """An ad group the GAQL searches find (status: ENABLED, PAUSED or REMOVED)."""
+        with self._lock:
+            self.ad_groups[str(ad_group_id)] = {
+                "name": name,
+                "campaign": campaign,
+                "status": status,
+            }
+
+    def reset_search(self) -> None:
+        """Forget the account's ad groups, recorded searches and a scripted search failure."""
+        with self._lock:
+            self.ad_groups.clear()
+            self.searches.clear()
+            self.search_behaviour = "ok"
 
     @property
     def endpoint(self) -> str:
@@ -241,6 +279,71 @@ class AdsStandIn:
         )
         context.abort(status, message)
 
+    def _abort_with(self, context: grpc.ServicerContext, behaviour: str) -> None:
+        """Fail the call as BEHAVIOURS[behaviour] describes, failure details included."""
+        status, kind, code, message = BEHAVIOURS[behaviour]
+        delay = self.retry_delay if code == "RESOURCE_TEMPORARILY_EXHAUSTED" else None
+        failure = _failure(kind, code, message, delay)
+        context.set_trailing_metadata(
+            (
+                (FAILURE_KEY, ads_errors.GoogleAdsFailure.serialize(failure)),
+                ("request-id", f"standin-search-{len(self.searches)}"),
+            )
+        )
+        context.abort(status, message)
+
+    def _search_stream(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """GoogleAdsService.SearchStream: one batch of GoogleAdsRows for the GAQL it understands.
+
+        Understood (https://developers.google.com/google-ads/api/docs/query/grammar): `FROM
+        customer` (one row: customer.id, customer.descriptive_name) and `FROM ad_group` with
+        conditions joined by AND (the grammar has no OR): `ad_group.id IN (...)`, `ad_group.name`
+        or `campaign.name LIKE '...'` (case-insensitive; `%` any run, `_` one character, `[x]`
+        the literal x: "Case sensitivity" and "Rules and limitations" in the GAQL docs),
+        `ad_group.status != 'REMOVED'`, then `ORDER BY` (ignored: rows come sorted by campaign
+        and ad group name) and `LIMIT n`. Rows carry ad_group.id/name/status and campaign.name.
+        Anything else fails as INVALID_ARGUMENT, the way the API refuses a bad query.
+        """
+        metadata = {md.key: md.value for md in context.invocation_metadata()}
+        with self._lock:
+            self.searches.append(RecordedCall(request=request, metadata=metadata))
+            behaviour = self.search_behaviour
+            groups = dict(self.ad_groups)
+        if behaviour != "ok":
+            self._abort_with(context, behaviour)
+        query = " ".join(request.query.split())
+        match = re.fullmatch(
+            r"SELECT (?P<fields>.+?) FROM (?P<resource>\w+)(?: WHERE (?P<where>.+?))?"
+            r"(?: ORDER BY .+?)?(?: LIMIT (?P<limit>\d+))?",
+            query,
+        )
+        if not match:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in cannot parse {query!r}")
+        response = _SearchResponse()
+        if match["resource"] == "customer":
+            row = response.results.add()
+            row.customer.id = int(request.customer_id)
+            row.customer.descriptive_name = self.customer_name
+            yield response
+            return
+        if match["resource"] != "ad_group":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in has no {match['resource']}")
+        rows = sorted(groups.items(), key=lambda kv: (kv[1]["campaign"], kv[1]["name"]))
+        for condition in re.split(r" AND ", match["where"] or "") if match["where"] else []:
+            keep = _condition(condition)
+            if keep is None:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in: {condition!r}")
+            rows = [(gid, group) for gid, group in rows if keep(gid, group)]
+        if match["limit"]:
+            rows = rows[: int(match["limit"])]
+        for gid, group in rows:
+            row = response.results.add()
+            row.ad_group.id = int(gid)
+            row.ad_group.name = group["name"]
+            row.ad_group.status = ad_group_status.AdGroupStatusEnum.AdGroupStatus[group["status"]]
+            row.campaign.name = group["campaign"]
+        yield response
+
     def __enter__(self) -> Self:
         """Start the TLS server on an ephemeral port."""
         key_pem, cert_pem = _tls_material()
@@ -254,8 +357,18 @@ class AdsStandIn:
                 )
             },
         )
+        search = grpc.method_handlers_generic_handler(
+            SEARCH_SERVICE,
+            {
+                "SearchStream": grpc.unary_stream_rpc_method_handler(
+                    self._search_stream,
+                    request_deserializer=_SearchRequest.FromString,
+                    response_serializer=_SearchResponse.SerializeToString,
+                )
+            },
+        )
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        self._server.add_generic_rpc_handlers((handler,))
+        self._server.add_generic_rpc_handlers((handler, search))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
         self.port = self._server.add_secure_port("127.0.0.1:0", creds)
         self._server.start()
@@ -266,6 +379,34 @@ class AdsStandIn:
         if self._server is not None:
             self._server.stop(grace=None)
             self._server = None
+
+
+def _gaql_text(literal: str) -> str:
+    """The value of a GAQL string literal ('...' with backslash escapes)."""
+    return re.sub(r"\\(.)", r"\1", literal[1:-1])
+
+
+def _like(pattern: str) -> re.Pattern[str]:
+    """GAQL LIKE as a case-insensitive regex: % any run, _ one character, [x] the literal x."""
+    parts = re.findall(r"\[(.)\]|(%)|(_)|(.)", pattern)
+    regex = "".join(
+        re.escape(lit) if lit else ".*" if pct else "." if one else re.escape(other)
+        for lit, pct, one, other in parts
+    )
+    return re.compile(regex, re.IGNORECASE | re.DOTALL)
+
+
+def _condition(text: str) -> Any:
+    """One WHERE condition as a predicate over (ad group id, ad group), None if not understood."""
+    if m := re.fullmatch(r"ad_group\.id IN \(([\d, ]+)\)", text):
+        wanted = {part.strip() for part in m[1].split(",")}
+        return lambda gid, group: gid in wanted
+    if m := re.fullmatch(r"(ad_group|campaign)\.name LIKE ('(?:[^'\\]|\\.)*')", text):
+        regex, key = _like(_gaql_text(m[2])), "name" if m[1] == "ad_group" else "campaign"
+        return lambda gid, group: regex.fullmatch(group[key]) is not None
+    if m := re.fullmatch(r"ad_group\.status != '(\w+)'", text):
+        return lambda gid, group: group["status"] != m[1]
+    return None
 
 
 def make_test_client(standin: AdsStandIn, *, use_proto_plus: bool = True) -> GoogleAdsClient:

@@ -20,6 +20,8 @@ charged separately, a simplification: the adapter learns real costs from `reques
         requested = 2 + F                          actual = 2 + subscriptions returned
     webhookSubscriptionCreate                      requested = actual = 10
     shop { id name }                               requested = actual = 1
+    productVariants(first: F, query:) { ... product inventoryItem }
+        requested = 2 + 3 F                        actual = 2 + 3 × variants returned
 
 Bucket (leaky, real clock unless a clock is injected): it starts full; a query runs only if the
 bucket holds its requested cost, and then loses its actual cost (Shopify deducts requested and
@@ -66,7 +68,13 @@ TOKEN_LIFETIME = 86399
 # authentication credentials are not present in the request or are incorrect",
 # https://shopify.dev/docs/api/usage/response-codes) with this string as `errors`.
 INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wrong password)"
-ROOT_FIELDS = ("webhookSubscriptionCreate", "webhookSubscriptions", "inventoryItem", "nodes")
+ROOT_FIELDS = (
+    "webhookSubscriptionCreate",
+    "webhookSubscriptions",
+    "inventoryItem",
+    "nodes",
+    "productVariants",
+)
 MUTATION_COST = 10
 # The `shop` query answers the Shop of the token with any access scope; its `id` is a Shop gid
 # and `name` the shop's name (https://shopify.dev/docs/api/admin-graphql/latest/queries/shop,
@@ -124,6 +132,8 @@ class ShopifyStandIn:
     app_subscriptions: list[dict[str, str]] = field(default_factory=list)
     shop_id: int = SHOP_ID
     shop_name: str = SHOP_NAME
+    # Product variants for `productVariants(query:)`; see add_variant.
+    variants: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.available = float(self.maximum_available)
@@ -176,6 +186,27 @@ class ShopifyStandIn:
     def add_item(self, item_id: int, *rows: LevelRow) -> None:
         """Give an inventory item its levels (location_id, available, updated_at)."""
         self.levels[int(item_id)] = list(rows)
+
+    def add_variant(
+        self,
+        variant_id: int,
+        inventory_item_id: int,
+        product_title: str,
+        title: str = "Default Title",
+        sku: str = "",
+    ) -> None:
+        """A product variant the picker can find. "Default Title" is what Shopify names the one
+        variant of a product without options
+        (https://shopify.dev/docs/api/admin-graphql/2026-07/objects/ProductVariant#field-title)."""
+        self.variants.append(
+            {
+                "id": variant_id,
+                "inventory_item_id": inventory_item_id,
+                "product_title": product_title,
+                "title": title,
+                "sku": sku,
+            }
+        )
 
     @property
     def total_actual_cost(self) -> int:
@@ -344,6 +375,9 @@ class ShopifyStandIn:
             return 2 + first
         if root == "shop":
             return 1  # one object, scalars free
+        if root == "productVariants":
+            # a connection: 2 + first, and per variant its product and inventoryItem objects
+            return 2 + first * 3
         return MUTATION_COST
 
     def _resolve(
@@ -370,6 +404,13 @@ class ShopifyStandIn:
                     for e in page["edges"]
                 ]
                 return {"webhookSubscriptions": page}, 2 + len(page["edges"]), []
+            if root == "productVariants":
+                found = [v for v in self.variants if _variant_matches(v, variables.get("query"))]
+                page = _page(found, first, variables.get("after"), "variant")
+                page["edges"] = [
+                    {"cursor": e["cursor"], "node": _variant_node(e["node"])} for e in page["edges"]
+                ]
+                return {"productVariants": page}, 2 + 3 * len(page["edges"]), []
             if root == "shop":
                 fields = {"id": f"gid://shopify/Shop/{self.shop_id}", "name": self.shop_name}
                 asked = {
@@ -489,3 +530,42 @@ def _subscription_node(subscription: dict[str, str], query: str) -> dict[str, An
     if re.search(r"\bendpoint\b", query):
         node["endpoint"] = {"__typename": "WebhookHttpEndpoint", "callbackUrl": subscription["uri"]}
     return node
+
+
+def _variant_node(variant: dict[str, Any]) -> dict[str, Any]:
+    """A ProductVariant node: gids for the variant and its InventoryItem, the product's title
+    (https://shopify.dev/docs/api/admin-graphql/2026-07/objects/ProductVariant)."""
+    return {
+        "id": f"gid://shopify/ProductVariant/{variant['id']}",
+        "title": variant["title"],
+        "sku": variant["sku"] or None,  # Shopify's `sku` is nullable
+        "product": {"title": variant["product_title"]},
+        "inventoryItem": {"id": f"gid://shopify/InventoryItem/{variant['inventory_item_id']}"},
+    }
+
+
+def _variant_matches(variant: dict[str, Any], query: Any) -> bool:
+    """A small part of Shopify's search syntax (https://shopify.dev/docs/api/usage/search-syntax):
+    terms joined by OR; `field:value`; a trailing `*` matches a prefix; a bare term searches the
+    default fields (here the product's and the variant's titles and the SKU), word by word,
+    case-insensitively; a "quoted phrase" matches as a whole. No query: every variant."""
+    text = str(query or "").strip()
+    if not text:
+        return True
+    fields = {
+        "title": [variant["product_title"], variant["title"]],
+        "sku": [variant["sku"]],
+    }
+    default = fields["title"] + fields["sku"]
+    for term in re.split(r"\s+OR\s+", text):
+        name, _, value = term.partition(":") if ":" in term else ("", "", term)
+        values = fields.get(name, []) if name else default
+        value = value.strip().strip('"').lower()
+        if value.endswith("*"):
+            prefix = value[:-1]
+            words = [w for v in values for w in [v.lower(), *v.lower().split()]]
+            if any(w.startswith(prefix) for w in words):
+                return True
+        elif any(value and value in v.lower() for v in values):
+            return True
+    return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
@@ -380,3 +381,156 @@ def set_ad_group_status_with_retry(
         retry_error_callback=_hand_over(deadline),
     )
     return retrying(attempt)
+
+
+# --- set-up page and pickers: read-only GAQL searches ------------------------------------------
+# Kept apart from the status writes above: these only read, for the set-up page's connection
+# test and the admin's ad-group picker. Each is one GoogleAdsService.search_stream call, as in
+# Google's examples/basic_operations/get_campaigns.py (googleads/google-ads-python):
+# `ga_service.search_stream(customer_id=..., query=...)`, then `for batch in stream: for row in
+# batch.results`. A stream's errors arrive while it is read, so reading happens inside the try.
+
+PICK_LIMIT = 20  # ad groups one picker search shows
+
+
+def credentials_source() -> str | None:
+    """Where build_client would find credentials: "file", "environment", or None (none set).
+
+    Says only whether they are there, never what they are: the set-up page shows this.
+    """
+    if os.environ.get("GOOGLE_ADS_CONFIGURATION_FILE_PATH"):
+        return "file"
+    if _sdk_environment().get("developer_token"):
+        return "environment"
+    return None
+
+
+@dataclass(frozen=True)
+class AdGroupChoice:
+    """An ad group as the merchant recognises it: its name, its campaign's name and its status."""
+
+    customer_id: str
+    ad_group_id: str
+    name: str
+    status: str  # ENABLED, PAUSED, REMOVED (AdGroupStatusEnum)
+    campaign_name: str
+
+
+def _search_rows(
+    client: GoogleAdsClient, customer_id: str, query: str, timeout: float
+) -> list[Any]:
+    """All rows of one GAQL query, with vendor errors translated into ours."""
+    try:
+        service = client.get_service("GoogleAdsService", version=API_VERSION)
+        stream = service.search_stream(
+            customer_id=str(customer_id).replace("-", ""), query=query, timeout=timeout
+        )
+        return [row for batch in stream for row in batch.results]
+    except (GoogleAdsException, core_exceptions.GoogleAPICallError, grpc.RpcError) as err:
+        raise translate_error(err) from err
+    except (AttributeError, TypeError, ValueError, LookupError) as err:
+        raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
+
+
+def _status_name(value: Any) -> str:
+    """An AdGroupStatus as its name, whether proto-plus (an enum) or raw protobuf (an int)."""
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    enums = import_module(f"google.ads.googleads.{API_VERSION}.enums.types.ad_group_status")
+    return enums.AdGroupStatusEnum.AdGroupStatus(value).name
+
+
+def gaql_string(text: str) -> str:
+    """`text` as a GAQL string literal: single quotes, with `\\` and `'` escaped."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def like_pattern(text: str) -> str:
+    """`%text%` for GAQL's LIKE, whose wildcards `%` and `_` (and `[`, `]`) are matched literally
+    when put in brackets (https://developers.google.com/google-ads/api/docs/query/grammar,
+    "Rules and limitations"). LIKE is case-insensitive
+    (https://developers.google.com/google-ads/api/docs/query/case-sensitivity)."""
+    escaped = "".join(f"[{c}]" if c in "[]%_" else c for c in text)
+    return f"%{escaped}%"
+
+
+def account_name(
+    customer_id: str, *, client: GoogleAdsClient | None = None, timeout: float = 20.0
+) -> str:
+    """The account's descriptive name: proof that credentials and customer id work together."""
+    client = client or build_client()
+    rows = _search_rows(
+        client, customer_id, "SELECT customer.id, customer.descriptive_name FROM customer", timeout
+    )
+    if not rows:
+        raise PermanentAdsError(f"customer {customer_id} answered no row")
+    return rows[0].customer.descriptive_name
+
+
+_AD_GROUP_FIELDS = "ad_group.id, ad_group.name, ad_group.status, campaign.name"
+
+
+def _choices(client: GoogleAdsClient, customer_id: str, rows: list[Any]) -> list[AdGroupChoice]:
+    return [
+        AdGroupChoice(
+            customer_id=str(customer_id).replace("-", ""),
+            ad_group_id=str(row.ad_group.id),
+            name=row.ad_group.name,
+            status=_status_name(row.ad_group.status),
+            campaign_name=row.campaign.name,
+        )
+        for row in rows
+    ]
+
+
+def ad_groups_for_setup(
+    customer_id: str,
+    ad_group_ids: list[str],
+    *,
+    client: GoogleAdsClient | None = None,
+    timeout: float = 20.0,
+) -> list[AdGroupChoice]:
+    """Names and statuses of the mapped ad groups, for the set-up page's connection test."""
+    ids = sorted({int(i) for i in ad_group_ids if str(i).isdigit()})
+    if not ids:
+        return []
+    client = client or build_client()
+    query = (
+        # GAQL, not SQL: the ids are ints, so nothing the merchant typed reaches the text.
+        f"SELECT {_AD_GROUP_FIELDS} FROM ad_group WHERE ad_group.id IN ({', '.join(map(str, ids))})"  # noqa: S608
+    )
+    return _choices(client, customer_id, _search_rows(client, customer_id, query, timeout))
+
+
+def search_ad_groups_for_picking(
+    customer_id: str,
+    text: str,
+    *,
+    client: GoogleAdsClient | None = None,
+    timeout: float = 10.0,
+    limit: int = PICK_LIMIT,
+) -> list[AdGroupChoice]:
+    """Ad groups whose own or whose campaign's name contains `text`, removed ones left out.
+
+    GAQL's WHERE joins conditions with AND only (the grammar has no OR), so the two names are
+    two queries, merged by ad group id, ad-group-name matches first.
+    """
+    text = " ".join(text.split())
+    if not text:
+        return []
+    client = client or build_client()
+    found: dict[str, AdGroupChoice] = {}
+    for field in ("ad_group.name", "campaign.name"):
+        query = (
+            # GAQL, not SQL; the merchant's text goes in only through gaql_string.
+            f"SELECT {_AD_GROUP_FIELDS} FROM ad_group "  # noqa: S608
+            f"WHERE {field} LIKE {gaql_string(like_pattern(text))} "
+            f"AND ad_group.status != 'REMOVED' "
+            f"ORDER BY campaign.name, ad_group.name LIMIT {int(limit)}"
+        )
+        for choice in _choices(
+            client, customer_id, _search_rows(client, customer_id, query, timeout)
+        ):
+            found.setdefault(choice.ad_group_id, choice)
+    return list(found.values())[:limit]

@@ -120,6 +120,17 @@ class Subscription:
 
 
 @dataclass(frozen=True)
+class VariantChoice:
+    """A product variant found by a search, with the inventory item our watched items name."""
+
+    variant_id: int
+    inventory_item_id: int
+    product_title: str
+    variant_title: str
+    sku: str
+
+
+@dataclass(frozen=True)
 class ShopInfo:
     """The shop the credentials open: its numeric id and the name the merchant gave it."""
 
@@ -531,6 +542,37 @@ SHOP_QUERY = "query ShopInfo { shop { id name } }"
 SHOP_COST = 1
 
 
+# Picking a watched product: `productVariants(query:)` takes Shopify's search syntax; a bare term
+# searches the default fields (titles, SKU), `sku:` names the SKU field, `*` is a prefix wildcard
+# (https://shopify.dev/docs/api/admin-graphql/2026-07/queries/productVariants,
+# https://shopify.dev/docs/api/usage/search-syntax). ProductVariant has `title`, `sku`,
+# `displayName`, `product { title }` and `inventoryItem { id }`, the InventoryItem whose numeric
+# id the inventory_levels/update webhook carries
+# (https://shopify.dev/docs/api/admin-graphql/2026-07/objects/ProductVariant).
+VARIANT_SEARCH_QUERY = """query VariantSearch($query: String!, $first: Int!) {
+  productVariants(first: $first, query: $query) {
+    edges { node { id title sku product { title } inventoryItem { id } } }
+  }
+}"""
+VARIANT_NESTED_OBJECTS = 2  # product and inventoryItem, one point each per variant
+VARIANT_SEARCH_LIMIT = 10
+_SEARCH_SPECIAL = re.compile(r"[\\\"'():*]")
+
+
+def variant_search_terms(text: str) -> str:
+    """The merchant's words as a productVariants search: titles by default, or the SKU's start.
+
+    Shopify's search syntax gives `:`, quotes, parentheses and `*` meaning; they are dropped
+    from what the merchant typed, so a title such as "Kerze (rot)" cannot break the query.
+    """
+    words = " ".join(_SEARCH_SPECIAL.sub(" ", text).split())
+    if not words:
+        return ""
+    if " " in words:
+        return f'"{words}"'
+    return f"{words}* OR sku:{words}*"
+
+
 def _subscriptions_query(uri: bool) -> str:
     """The listing query for the version's schema: `uri`, or the older HTTP endpoint union."""
     target = "uri" if uri else "endpoint { __typename ... on WebhookHttpEndpoint { callbackUrl } }"
@@ -724,6 +766,35 @@ class ShopifyAdmin:
         name = shop.get("name")
         return ShopInfo(id=_id_from_gid(shop["id"]), name=name if isinstance(name, str) else "")
 
+    # --- picking a product ---------------------------------------------------------------
+
+    def search_variants(self, text: str, first: int = VARIANT_SEARCH_LIMIT) -> list[VariantChoice]:
+        """Variants whose product title, variant title or SKU matches `text` (for the picker)."""
+        terms = variant_search_terms(text)
+        if not terms:
+            return []
+        variables = {"query": terms, "first": first}
+        data = self._execute(VARIANT_SEARCH_QUERY, variables, kind="variants", first=first)
+        connection = data.get("productVariants")
+        if not isinstance(connection, dict):
+            raise ShopifyAdminError("unexpected answer to productVariants: no connection")
+        found = []
+        for edge in connection.get("edges") or []:
+            node = (edge or {}).get("node") or {}
+            item = (node.get("inventoryItem") or {}).get("id")
+            if not node.get("id") or not item:
+                continue  # a variant without an inventory item cannot be watched
+            found.append(
+                VariantChoice(
+                    variant_id=_id_from_gid(node["id"]),
+                    inventory_item_id=_id_from_gid(item),
+                    product_title=str((node.get("product") or {}).get("title") or ""),
+                    variant_title=str(node.get("title") or ""),
+                    sku=str(node.get("sku") or ""),
+                )
+            )
+        return found
+
     # --- webhooks --------------------------------------------------------------------------
 
     def list_webhook_subscriptions(self) -> list[Subscription]:
@@ -807,6 +878,8 @@ class ShopifyAdmin:
             return 2 + first
         if kind == "shop":
             return SHOP_COST
+        if kind == "variants":
+            return 2 + first * (1 + VARIANT_NESTED_OBJECTS)
         return MUTATION_COST
 
     def _cost_limit(self) -> int:

@@ -1,0 +1,237 @@
+"""What each connection has and lacks, from settings and the database only (no vendor call).
+
+A section's light: green when it is ready, yellow when it works in part or only as a dry run,
+red when something it needs is missing. Secrets appear only as "set" or "not set".
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
+from django.utils.translation import gettext as _
+
+from .. import shopify_access
+from ..adapters import google_ads
+from ..models import Delivery, WatchedItem
+
+
+class Light(enum.StrEnum):
+    """A traffic light; the value is the CSS class suffix."""
+
+    GREEN = "green"
+    YELLOW = "yellow"
+    RED = "red"
+
+    @property
+    def label(self) -> str:
+        return {
+            Light.GREEN: _("ready"),
+            Light.YELLOW: _("partly ready"),
+            Light.RED: _("not ready"),
+        }[self]
+
+
+@dataclass
+class Section:
+    """One connection on the set-up page: its light, what it has, and what is missing."""
+
+    key: str
+    title: str
+    light: Light = Light.GREEN
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    result: object = None  # the probe of a test button just pressed (probes.Probe)
+
+    def lack(self, text: str, light: Light = Light.RED) -> None:
+        """Something is missing; the light turns `light` unless it is already worse."""
+        self.missing.append(text)
+        if light is Light.RED or self.light is Light.GREEN:
+            self.light = light
+
+
+def is_set(value: object) -> str:
+    return _("set") if value else _("not set")
+
+
+MAIL_BACKENDS_THAT_SEND = frozenset({"django.core.mail.backends.smtp.EmailBackend"})
+
+
+def shopify() -> Section:
+    """Webhook secret, shop domain, Admin API access and who owns the webhook subscriptions."""
+    section = Section("shopify", _("Shopify"))
+    secrets = settings.SHOPIFY_WEBHOOK_SECRETS
+    section.facts.append((_("Webhook secret"), is_set(secrets)))
+    if not secrets:
+        section.lack(
+            _(
+                "The webhook secret is missing: set SHOPIFY_WEBHOOK_SECRETS to the app's "
+                "client secret, or every webhook from Shopify is refused."
+            )
+        )
+    domains = settings.SHOPIFY_SHOP_DOMAINS
+    section.facts.append((_("Shop domain"), ", ".join(domains) or _("not set")))
+    if not domains:
+        section.lack(_("The shop's domain is missing: set SHOPIFY_SHOP_DOMAINS."))
+    kind = shopify_access.access()
+    access_text = {
+        shopify_access.Access.STATIC: _("access token (app created in the Shopify admin)"),
+        shopify_access.Access.CLIENT_CREDENTIALS: _("client id and client secret"),
+        None: _("not set"),
+    }[kind]
+    section.facts.append((_("Admin API access"), access_text))
+    if kind is None:
+        section.lack(
+            _(
+                "Admin API access is missing: set SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET "
+                "(apps from the Dev Dashboard) or SHOPIFY_ADMIN_TOKEN (older apps). Without it "
+                "there is no nightly stock check and no product search."
+            ),
+            Light.YELLOW,
+        )
+    else:
+        section.facts.append((_("Shop address for the Admin API"), settings.SHOPIFY_ADMIN_URL))
+    managed = shopify_access.webhooks_managed_by()
+    section.facts.append(
+        (
+            _("Webhook subscriptions"),
+            _("set up by this service")
+            if managed is shopify_access.WebhookManager.API
+            else _("declared in the app's shopify.app.toml"),
+        )
+    )
+    section.facts.append((_("Last webhook received"), last_delivery(Delivery.Source.SHOPIFY)))
+    return section
+
+
+def google_ads_section() -> Section:
+    """Dry run or live, the account id, and whether credentials are there."""
+    section = Section("google_ads", _("Google Ads"))
+    live = settings.ADS_BACKEND == "google"
+    section.facts.append(
+        (_("Mode"), _("live: ad groups are really changed") if live else _("dry run"))
+    )
+    if not live:
+        section.lack(
+            _(
+                "Dry run: ad groups are only logged, never changed. Set ADS_BACKEND=google "
+                "once the connection test succeeds."
+            ),
+            Light.YELLOW,
+        )
+    customer = settings.GOOGLE_ADS_CUSTOMER_ID
+    section.facts.append((_("Account (customer id)"), customer or _("not set")))
+    if not customer:
+        section.lack(
+            _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID (10 digits)."),
+            Light.RED if live else Light.YELLOW,
+        )
+    source = google_ads.credentials_source()
+    section.facts.append(
+        (
+            _("Credentials"),
+            {
+                "file": _("set (configuration file)"),
+                "environment": _("set (GOOGLE_ADS_* variables)"),
+                None: _("not set"),
+            }[source],
+        )
+    )
+    if source is None:
+        section.lack(
+            _(
+                "The Google Ads credentials are missing: set GOOGLE_ADS_DEVELOPER_TOKEN, "
+                "GOOGLE_ADS_CLIENT_ID, GOOGLE_ADS_CLIENT_SECRET and GOOGLE_ADS_REFRESH_TOKEN "
+                "(or GOOGLE_ADS_CONFIGURATION_FILE_PATH)."
+            ),
+            Light.RED if live else Light.YELLOW,
+        )
+    mapped = WatchedItem.objects.values("ad_group_id").distinct().count()
+    section.facts.append((_("Ad groups watched"), str(mapped)))
+    return section
+
+
+def email(user_email: str) -> Section:
+    """How mail leaves (backend), who sends it, who gets alerts, where the test mail goes."""
+    section = Section("email", _("E-mail"))
+    backend = settings.EMAIL_BACKEND
+    sends = backend in MAIL_BACKENDS_THAT_SEND
+    section.facts.append(
+        (
+            _("Delivery"),
+            _("mail server %(host)s") % {"host": settings.EMAIL_HOST}
+            if sends
+            else _("not sent (%(backend)s)") % {"backend": backend.rsplit(".", 2)[-2]},
+        )
+    )
+    if sends:
+        section.facts.append((_("Mail server password"), is_set(settings.EMAIL_HOST_PASSWORD)))
+    else:
+        section.lack(
+            _(
+                "Mails are not sent, only shown in the log: set EMAIL_URL to your mail "
+                "server (e.g. smtp+tls://user:password@host:587)."
+            ),
+            Light.YELLOW,
+        )
+    sender = settings.DEFAULT_FROM_EMAIL
+    section.facts.append((_("Sender"), sender))
+    if sender.endswith((".example", ".example>")):
+        section.lack(
+            _("The sender is an example address: set DEFAULT_FROM_EMAIL to your shop's address."),
+            Light.YELLOW,
+        )
+    recipients = settings.ALERT_EMAILS
+    section.facts.append((_("Alert recipients"), ", ".join(recipients) or _("nobody")))
+    if not recipients:
+        section.lack(
+            _("Nobody receives alerts (e.g. a delivery given up on): set ALERT_EMAILS."),
+            Light.YELLOW,
+        )
+    section.facts.append((_("Test mail goes to"), user_email or _("(your account has no address)")))
+    return section
+
+
+def stripe() -> Section:
+    """The signing secret and the last event that arrived."""
+    section = Section("stripe", _("Stripe"))
+    secrets = settings.STRIPE_WEBHOOK_SECRETS
+    section.facts.append((_("Webhook signing secret"), is_set(secrets)))
+    section.facts.append((_("Last event received"), last_delivery(Delivery.Source.STRIPE)))
+    if not secrets:
+        section.lack(
+            _(
+                "Not set up (only needed if customers pay through Stripe Checkout): set "
+                "STRIPE_WEBHOOK_SECRETS to the endpoint's signing secret (whsec_...)."
+            ),
+            Light.YELLOW,
+        )
+    elif not Delivery.objects.filter(source=Delivery.Source.STRIPE).exists():
+        section.lack(
+            _("No event has arrived yet: check that the endpoint in Stripe points to %(url)s.")
+            % {"url": f"{settings.PUBLIC_BASE_URL}/webhooks/stripe/"},
+            Light.YELLOW,
+        )
+    return section
+
+
+def last_delivery(source: str) -> str:
+    """When the newest delivery of `source` arrived, and its topic; "none yet" without one."""
+    newest = Delivery.objects.filter(source=source).aggregate(at=Max("received_at"))["at"]
+    if newest is None:
+        return _("none yet")
+    delivery = (
+        Delivery.objects.filter(source=source, received_at=newest).only("topic", "status").first()
+    )
+    when = date_format(localtime(newest), "DATETIME_FORMAT")
+    return f"{when} ({delivery.topic}, {delivery.get_status_display()})" if delivery else when
+
+
+def sections(user_email: str) -> list[Section]:
+    """Every section, in the order the merchant sets them up."""
+    return [shopify(), google_ads_section(), email(user_email), stripe()]

@@ -1,0 +1,235 @@
+"""The set-up page's test buttons: each asks a vendor one harmless question.
+
+Every failure comes back as a sentence for the merchant (never a 500): our adapters' error types
+get their own words, anything unexpected is logged with its traceback and named by type only.
+Technical details from an error are shown in brackets; they never hold a secret (the adapters
+never put tokens or passwords into their messages).
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.mail import EmailMessage
+from django.utils.translation import gettext as _
+
+from .. import ads, reconcile, shopify_access
+from ..adapters import google_ads
+from ..adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
+from ..exceptions import PermanentAdsError, TransientAdsError
+from ..models import WatchedItem
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Probe:
+    """What a test button found: success or not, one sentence, and details line by line."""
+
+    ok: bool
+    message: str
+    lines: list[str] = field(default_factory=list)
+    offer_webhook_setup: bool = False  # show "Set up now" (missing subscriptions we may create)
+
+
+def ad_group_status_text(status: str) -> str:
+    return {
+        "ENABLED": _("running"),
+        "PAUSED": _("paused"),
+        "REMOVED": _("removed"),
+    }.get(status, status)
+
+
+def explain(err: Exception) -> str:
+    """A German sentence (through the catalogue) for an error of a test."""
+    if isinstance(err, ShopifyCredentialsError):
+        return _(
+            "Shopify refused the client id or client secret: check SHOPIFY_CLIENT_ID and "
+            "SHOPIFY_CLIENT_SECRET."
+        )
+    if isinstance(err, ShopifyThrottled):
+        return _("Shopify is slowing us down right now (too many requests): try again in a minute.")
+    if isinstance(err, ShopifyAdminError):
+        if err.status == 401:
+            return _(
+                "Shopify refused the access (wrong or revoked token, or the app was "
+                "uninstalled from the shop)."
+            )
+        if err.status == 403:
+            return _(
+                "The app lacks a permission for this (access scope): add it to the app in "
+                "Shopify and install the app again."
+            )
+        if err.status == 404:
+            return _(
+                "No Shopify Admin API answers at %(url)s: check SHOPIFY_ADMIN_URL and "
+                "SHOPIFY_API_VERSION."
+            ) % {"url": settings.SHOPIFY_ADMIN_URL}
+        return _("Shopify could not be reached or answered with an error (%(detail)s).") % {
+            "detail": err
+        }
+    if isinstance(err, TransientAdsError):
+        return _("Google Ads cannot be reached right now (%(detail)s): try again later.") % {
+            "detail": err
+        }
+    if isinstance(err, PermanentAdsError):
+        text = str(err)
+        if "CONFIGURATION_ERROR" in text or "OAUTH" in text:
+            return _("The Google Ads credentials are missing or invalid (%(detail)s).") % {
+                "detail": text
+            }
+        if "PERMISSION_DENIED" in text or "AUTHORIZATION" in text.upper():
+            return _(
+                "Google Ads refuses access to this account (%(detail)s): check "
+                "GOOGLE_ADS_CUSTOMER_ID and GOOGLE_ADS_LOGIN_CUSTOMER_ID."
+            ) % {"detail": text}
+        return _("Google Ads refused the request (%(detail)s).") % {"detail": text}
+    if isinstance(err, ImproperlyConfigured):
+        return _("A setting is missing or wrong (%(detail)s).") % {"detail": err}
+    if isinstance(err, smtplib.SMTPException | OSError):
+        return _("The mail server refused or could not be reached (%(detail)s).") % {
+            "detail": f"{type(err).__name__}: {err}"
+        }
+    logger.exception("set-up test failed unexpectedly")
+    return _("Unexpected error (%(kind)s); the details are in the service's log.") % {
+        "kind": type(err).__name__
+    }
+
+
+# --- Shopify -------------------------------------------------------------------------------
+
+
+def try_shopify() -> Probe:
+    """Read the shop's name; list the webhook subscriptions when this service manages them."""
+    client = reconcile.admin_client()
+    if client is None:
+        return Probe(False, _("No Admin API access is configured (see above)."))
+    try:
+        try:
+            shop = client.shop_info()
+            probe = Probe(True, _("Connected to the shop “%(name)s”.") % {"name": shop.name})
+            if shopify_access.webhooks_managed_by() is shopify_access.WebhookManager.TOML:
+                probe.lines.append(
+                    _(
+                        "Webhook subscriptions are declared in shopify.app.toml; Shopify does "
+                        "not list those, so they are not checked here."
+                    )
+                )
+                return probe
+            missing = reconcile.missing_subscriptions(client)
+        finally:
+            client.close()
+    except Exception as err:  # noqa: BLE001 (every failure becomes a sentence, never a 500)
+        return Probe(False, explain(err))
+    for topic in reconcile.REQUIRED_TOPICS:
+        state = _("missing") if topic in missing else _("subscribed")
+        probe.lines.append(f"{topic}: {state}")
+    if missing:
+        probe.offer_webhook_setup = True
+        probe.lines.append(
+            _("Webhooks go to %(url)s.") % {"url": reconcile.callback_url()},
+        )
+    return probe
+
+
+def set_up_webhooks() -> Probe:
+    """Create the missing subscriptions (the nightly run's own healing, run now)."""
+    client = reconcile.admin_client()
+    if client is None:
+        return Probe(False, _("No Admin API access is configured (see above)."))
+    try:
+        try:
+            created = reconcile.heal_subscriptions(None, client)
+        finally:
+            client.close()
+    except Exception as err:  # noqa: BLE001
+        return Probe(False, explain(err))
+    if not created:
+        return Probe(True, _("All webhook subscriptions were already there."))
+    return Probe(
+        True,
+        _("Webhook subscriptions created: %(topics)s.") % {"topics": ", ".join(created)},
+    )
+
+
+# --- Google Ads ----------------------------------------------------------------------------
+
+
+def try_google_ads() -> Probe:
+    """Read the account's name and the watched ad groups' names and statuses."""
+    customer = settings.GOOGLE_ADS_CUSTOMER_ID
+    if not customer:
+        return Probe(False, _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID."))
+    try:
+        client = ads.google_client()
+        name = google_ads.account_name(customer, client=client)
+        probe = Probe(True, _("Connected to the account “%(name)s”.") % {"name": name})
+        wanted: dict[str, dict[str, str]] = defaultdict(dict)
+        for item in WatchedItem.objects.order_by("label"):
+            wanted[item.customer_id][item.ad_group_id] = item.label
+        for customer_id, labels in wanted.items():
+            found = {
+                group.ad_group_id: group
+                for group in google_ads.ad_groups_for_setup(
+                    customer_id, list(labels), client=client
+                )
+            }
+            for ad_group_id, label in labels.items():
+                group = found.get(ad_group_id)
+                if group is None:
+                    probe.ok = False
+                    probe.lines.append(
+                        _("%(label)s: ad group %(id)s not found in account %(account)s")
+                        % {"label": label, "id": ad_group_id, "account": customer_id}
+                    )
+                else:
+                    probe.lines.append(
+                        _("%(label)s: “%(name)s” in campaign “%(campaign)s”, %(status)s")
+                        % {
+                            "label": label,
+                            "name": group.name,
+                            "campaign": group.campaign_name,
+                            "status": ad_group_status_text(group.status),
+                        }
+                    )
+        if not probe.ok:
+            probe.message = _(
+                "Connected to the account “%(name)s”, but some watched ad groups were not found."
+            ) % {"name": name}
+    except Exception as err:  # noqa: BLE001
+        return Probe(False, explain(err))
+    return probe
+
+
+# --- E-mail --------------------------------------------------------------------------------
+
+
+def send_test_mail(address: str) -> Probe:
+    """One short mail to `address` (the signed-in user's), through the configured backend."""
+    if not address:
+        return Probe(
+            False,
+            _(
+                "Your user account has no e-mail address: add one under “Users” first, then "
+                "send the test mail."
+            ),
+        )
+    message = EmailMessage(
+        subject=_("Test mail from Elbkerzen Automation"),
+        body=_(
+            "This is the test mail from the set-up page. If you can read it, reminders and "
+            "alerts reach their recipients."
+        ),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[address],
+    )
+    try:
+        message.send()
+    except Exception as err:  # noqa: BLE001
+        return Probe(False, explain(err))
+    return Probe(True, _("Test mail sent to %(address)s.") % {"address": address})

@@ -1,0 +1,11 @@
+"""/admin/setup/: the set-up page and the pickers' JSON (included before the admin's own URLs)."""
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.setup, name="setup"),
+    path("pick/products/", views.pick_products, name="setup-pick-products"),
+    path("pick/ad-groups/", views.pick_ad_groups, name="setup-pick-ad-groups"),
+]

@@ -1,0 +1,69 @@
+"""The set-up page (/admin/setup/) and the pickers' JSON, for staff, in the admin's frame.
+
+GET shows each connection's state from settings and the database; a POST runs one test button
+and shows the same page with its result. Thin by design: checks, probes and pickers do the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import admin
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods
+
+from .. import shopify_access
+from . import checks, pickers, probes
+
+# POSTed `action` → (section it belongs to, the probe to run for the signed-in user)
+ACTIONS: dict[str, tuple[str, Callable[[HttpRequest], probes.Probe]]] = {
+    "shopify_test": ("shopify", lambda request: probes.try_shopify()),
+    "shopify_webhooks": ("shopify", lambda request: probes.set_up_webhooks()),
+    "google_ads_test": ("google_ads", lambda request: probes.try_google_ads()),
+    "email_test": ("email", lambda request: probes.send_test_mail(request.user.email)),
+}
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def setup(request: HttpRequest) -> HttpResponse:
+    """Every connection with its light and what is missing; a POST runs one test first."""
+    results: dict[str, probes.Probe] = {}
+    if request.method == "POST":
+        action = ACTIONS.get(request.POST.get("action", ""))
+        if action is not None:
+            section, run = action
+            results[section] = run(request)
+    sections = checks.sections(request.user.email)
+    for section in sections:
+        section.result = results.get(section.key)
+    context = {
+        **admin.site.each_context(request),
+        "title": _("Set-up"),
+        "sections": sections,
+        "webhooks_managed_here": _webhooks_managed_here(),
+    }
+    return render(request, "admin/setup.html", context)
+
+
+def _webhooks_managed_here() -> bool:
+    """Whether "Set up now" may be offered: we own the subscriptions and can reach the shop."""
+    managed = shopify_access.webhooks_managed_by() is shopify_access.WebhookManager.API
+    return managed and shopify_access.is_configured()
+
+
+@staff_member_required
+@require_GET
+def pick_products(request: HttpRequest) -> JsonResponse:
+    """`?q=` → variants of the shop as {results: [{value, label, detail, ...}], hint}."""
+    return JsonResponse(pickers.products(request.GET.get("q", "")).as_json())
+
+
+@staff_member_required
+@require_GET
+def pick_ad_groups(request: HttpRequest) -> JsonResponse:
+    """`?q=` → ad groups of the account, same shape as pick_products."""
+    return JsonResponse(pickers.ad_groups(request.GET.get("q", "")).as_json())
