@@ -471,7 +471,7 @@ def uplift(
     point = sum(arm.conversions - arm.decisions * base for arm in mailed)
     rng = random.Random(seed)
     samples = []
-    for _ in range(draws):
+    for _draw in range(draws):
         p0 = rng.betavariate(1 + holdout.conversions, 1 + holdout.decisions - holdout.conversions)
         samples.append(
             sum(
@@ -485,3 +485,12 @@ def uplift(
     low = samples[int(tail * (draws - 1))]
     high = samples[int((1 - tail) * (draws - 1))]
     return Uplift(point, low, high)
+
+
+def status_to_set(stock_status: str, manual_status: str) -> str:
+    """The ad group status to set: a manual state wins over the stock until it is released.
+
+    `stock_status` is what the stock asks for (paused at or below the threshold), and
+    `manual_status` the merchant's manual state ("" when there is none).
+    """
+    return manual_status or stock_status

@@ -1,4 +1,10 @@
-"""Stock levels with a stale guard, and the pause/enable decision for watched ad groups."""
+"""Stock levels with a stale guard, and the pause/enable decision for watched ad groups.
+
+Every decision goes through the item's locked watched rows: a webhook's level, the nightly
+reconciliation's, a save in the admin or the API (decided again from the stored levels), and
+the merchant's manual pause, enable and release. A manual state wins over the stock until the
+merchant releases it (`decisions.status_to_set`).
+"""
 
 import functools
 from collections.abc import Sequence
@@ -6,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from . import ads, rows
+from . import ads, decisions, rows
 from .exceptions import PermanentAdsError, TransientAdsError
 from .handling import Outcome, handles
 from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
@@ -134,28 +140,68 @@ def _apply_locked(
         )
     total = written[-1][1]  # the last write's statement saw every earlier one
     applied = Applied(Outcome(Status.DONE, f"total available {total}"))
+    held = []
     for row in rows:
-        status = desired_status(total, row.pause_at)
+        status, error = _set_status(row, total, source=source, delivery=delivery)
         applied.statuses[(row.customer_id, row.ad_group_id)] = status
-        comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
-        try:
-            ads.apply_status(
-                customer_id=row.customer_id,
-                ad_group_id=row.ad_group_id,
-                status=status,
-                reason=gettext("%(label)s: %(total)s available %(comparison)s %(pause_at)s")
-                % {
-                    "label": row.label,
-                    "total": total,
-                    "comparison": comparison,
-                    "pause_at": row.pause_at,
-                },
-                source=source,
-                delivery=delivery,
-            )
-        except (TransientAdsError, PermanentAdsError) as err:
-            applied.errors.append(err)
+        if row.manual_status:
+            held.append(f"{row.label} ({row.manual_status.lower()})")
+        if error is not None:
+            applied.errors.append(error)
+    if held:
+        note = f"total available {total}; manual state holds: {', '.join(held)}"
+        applied.outcome = replace(applied.outcome, note=note)
     return applied
+
+
+def _set_status(
+    row: "Watched",
+    total: int | None,
+    *,
+    source: str,
+    delivery: Delivery | None = None,
+    prefix: str = "",
+) -> tuple[str, Exception | None]:
+    """Decide one locked row's status from the total and its manual state, send it, log it.
+
+    Returns the status and the Ads error (logged as a failed action), if any; `total` may be
+    None (no stock known) only while a manual state holds. While one holds, that state is sent
+    again with the stock as the reason: the stock is recorded but does not move the ad group,
+    and a manual call that failed is repeated.
+    """
+    status = decisions.status_to_set(desired_status(total or 0, row.pause_at), row.manual_status)
+    # Reasons are written in the active language (the shop's, in the worker: LANGUAGE_CODE).
+    if row.manual_status:
+        stock = (
+            gettext("stock unknown")
+            if total is None
+            else gettext("%(total)s available") % {"total": total}
+        )
+        reason = gettext("%(label)s: manual state holds (%(state)s); %(stock)s") % {
+            "label": row.label,
+            "state": AdGroupAction.Status(row.manual_status).label,
+            "stock": stock,
+        }
+    else:
+        comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
+        reason = gettext("%(label)s: %(total)s available %(comparison)s %(pause_at)s") % {
+            "label": row.label,
+            "total": total,
+            "comparison": comparison,
+            "pause_at": row.pause_at,
+        }
+    try:
+        ads.apply_status(
+            customer_id=row.customer_id,
+            ad_group_id=row.ad_group_id,
+            status=status,
+            reason=f"{prefix}{reason}",
+            source=source,
+            delivery=delivery,
+        )
+    except (TransientAdsError, PermanentAdsError) as err:
+        return status, err
+    return status, None
 
 
 class Watched(NamedTuple):
@@ -165,6 +211,7 @@ class Watched(NamedTuple):
     customer_id: str
     ad_group_id: str
     pause_at: int
+    manual_status: str
 
 
 def lock_watched(inventory_item_id: int) -> list[Watched]:
@@ -224,3 +271,107 @@ def handle_inventory_level(update: LevelUpdate, delivery: Delivery) -> Outcome:
     if applied.errors:
         return replace(applied.outcome, retry=_combined(applied.errors))
     return applied.outcome
+
+
+# --- decided again from the stored levels: a save, a manual pause/enable, a release ----------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What deciding one watched row again did, for the message the merchant reads.
+
+    `status` is the status sent (None when nothing was sent: the row is switched off or no
+    stock is known yet), `total` the stored stock (None when unknown), `held` the manual state
+    that decided instead of the stock, `error` the Ads error (the action is logged as failed).
+    """
+
+    label: str
+    status: str | None
+    total: int | None
+    pause_at: int
+    held: str = ""
+    watched: bool = True
+    error: str = ""
+
+
+def stored_total(inventory_item_id: int) -> int | None:
+    """The stored total over the item's locations; None while no tracked level is stored."""
+    found = StockLevel.objects.filter(inventory_item_id=inventory_item_id).aggregate(
+        total=Sum("available"), tracked=Count("available")
+    )
+    return found["total"] if found["tracked"] else None
+
+
+def _locked_row(item: WatchedItem) -> Watched | None:
+    """The item's row among its locked watched rows (None when it is switched off)."""
+    for row in lock_watched(item.inventory_item_id):
+        if (row.customer_id, row.ad_group_id) == (item.customer_id, item.ad_group_id):
+            return row
+    return None
+
+
+def _decide_locked(
+    item: WatchedItem, row: Watched | None, *, source: str, prefix: str = ""
+) -> Decision:
+    if row is None:
+        return Decision(item.label, None, None, item.pause_at, item.manual_status, watched=False)
+    total = stored_total(item.inventory_item_id)
+    if total is None and not row.manual_status:
+        return Decision(row.label, None, None, row.pause_at)
+    status, error = _set_status(row, total, source=source, prefix=prefix)
+    return Decision(
+        row.label, status, total, row.pause_at, row.manual_status, error=str(error or "")
+    )
+
+
+def redecide(item: WatchedItem, *, source: str = AdGroupAction.Source.ADMIN) -> Decision:
+    """Decide a saved row again from the stored levels, at once, as a webhook would.
+
+    Called after the save has committed, so an Ads error cannot undo the save: it is logged
+    as a failed action and returned for the message; the nightly reconciliation sets it again.
+    """
+    with transaction.atomic():
+        return _decide_locked(item, _locked_row(item), source=source)
+
+
+def set_manual(item: WatchedItem, status: str, reason: str, user) -> Decision:
+    """Pause or enable the ad group by hand; the state holds until `release_manual`."""
+    name = user.get_username() if user is not None else "?"
+    with transaction.atomic():
+        row = _locked_row(item)  # lock first, like a webhook, so the two take turns
+        now = timezone.now()
+        WatchedItem.objects.filter(pk=item.pk).update(
+            manual_status=status, manual_reason=reason, manual_by=user, manual_at=now
+        )
+        item.manual_status, item.manual_reason, item.manual_by, item.manual_at = (
+            status,
+            reason,
+            user,
+            now,
+        )
+        if row is None:
+            return Decision(item.label, None, None, item.pause_at, status, watched=False)
+        verb = "paused" if status == AdGroupAction.Status.PAUSED else "enabled"
+        return _decide_locked(
+            item,
+            row._replace(manual_status=status),
+            source=AdGroupAction.Source.MANUAL,
+            prefix=f"manually {verb} by {name}: {reason}. ",
+        )
+
+
+def release_manual(item: WatchedItem, user) -> Decision:
+    """End the manual state: the stock decides again, from the stored levels, at once."""
+    name = user.get_username() if user is not None else "?"
+    with transaction.atomic():
+        row = _locked_row(item)
+        WatchedItem.objects.filter(pk=item.pk).update(
+            manual_status="", manual_reason="", manual_by=None, manual_at=None
+        )
+        item.manual_status, item.manual_reason, item.manual_by, item.manual_at = "", "", None, None
+        return _decide_locked(
+            item,
+            row._replace(manual_status="") if row is not None else None,
+            source=AdGroupAction.Source.MANUAL,
+            prefix=f"manual control released by {name}. ",
+        )

@@ -180,7 +180,7 @@ def test_a_refused_spelling_is_skipped_as_invalid_and_its_address_is_not_stored(
     assert (decision.arm, decision.reason, decision.email) == ("none", INVALID_EMAIL, "")
     assert CheckoutState.objects.get().email == ""
     delivery = Delivery.objects.get()
-    assert (delivery.status, delivery.last_error) == (
+    assert (delivery.status, delivery.result) == (
         Delivery.Status.DONE,
         f"checkout stored; no reminder: {INVALID_EMAIL}",
     )

@@ -106,6 +106,9 @@ def test_watched_item_round_trip(staff):
         "enabled": True,
         "clicks_per_day": "40.00",
         "cost_per_click": "0.60",
+        "manual_status": "",
+        "manual_reason": "",
+        "manual_at": None,
     }
     assert staff.patch(url, {"pause_at": 3}).data["pause_at"] == 3
     assert WatchedItem.objects.get().customer_id == "1234567890"  # PATCH kept the rest

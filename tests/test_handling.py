@@ -108,7 +108,7 @@ def test_follow_ups_are_scheduled_once_the_outcome_has_committed(client, queue, 
     job_id = scheduling.evaluation_job_id(seen["checkout"])
     assert queue.scheduled_job_registry.get_job_ids() == [job_id]
     delivery.refresh_from_db()
-    assert (delivery.status, delivery.last_error) == ("done", "reminder evaluation scheduled")
+    assert (delivery.status, delivery.result) == ("done", "reminder evaluation scheduled")
 
 
 def test_a_follow_up_redis_refuses_fails_the_delivery_for_its_retry(

@@ -99,7 +99,7 @@ def test_untracked_stock_is_stored_without_action(client, run_worker, winterzaub
     run_worker()
     delivery = Delivery.objects.get()
     assert delivery.status == Delivery.Status.IGNORED
-    assert "not tracked" in delivery.last_error
+    assert "not tracked" in delivery.result
     assert StockLevel.objects.get().available is None
     assert not AdGroupAction.objects.exists()
 

@@ -20,7 +20,7 @@ def test_topic_without_handler_ends_ignored(client, run_worker):
     run_worker()
     delivery = Delivery.objects.get()
     assert delivery.status == Delivery.Status.IGNORED
-    assert delivery.last_error == "no handler for products/update"
+    assert delivery.result == "no handler for products/update"
     assert delivery.attempts == 1
     assert delivery.processed_at is not None
 

@@ -67,7 +67,12 @@ class WatchedItemSerializer(DefaultCustomerIdMixin, serializers.ModelSerializer)
             "enabled",
             "clicks_per_day",
             "cost_per_click",
+            "manual_status",
+            "manual_reason",
+            "manual_at",
         ]
+        # Set and released in the admin (inventory.set_manual/release_manual), with who and why.
+        read_only_fields = ["manual_status", "manual_reason", "manual_at"]
 
 
 class MarginRuleSerializer(serializers.ModelSerializer):
@@ -188,6 +193,7 @@ class DeliverySerializer(serializers.ModelSerializer):
             "received_at",
             "status",
             "attempts",
+            "result",
             "last_error",
             "processed_at",
             "duplicate_count",

@@ -1,5 +1,6 @@
 """Thin API views: serializers validate, scheduling.py and inbox.py do the work."""
 
+from django.db import transaction
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
 from rest_framework import serializers, status, viewsets
@@ -9,7 +10,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import inbox, scheduling
+from .. import inbox, inventory, scheduling
 from ..models import AdGroupAction, Delivery, MarginRule, Promotion, ReminderDecision, WatchedItem
 from . import serializers as api
 from .permissions import ChangePermission
@@ -37,10 +38,24 @@ class QueryFilterMixin:
 
 
 class WatchedItemViewSet(viewsets.ModelViewSet):
-    """Products whose ad groups follow their stock."""
+    """Products whose ad groups follow their stock; a create or update decides the ad group
+    again from the stored levels at once (logged with source `admin`), after the save."""
 
     queryset = WatchedItem.objects.all()
     serializer_class = api.WatchedItemSerializer
+
+    def perform_create(self, serializer: api.WatchedItemSerializer) -> None:
+        serializer.save()
+        self._decide_again(serializer.instance)
+
+    def perform_update(self, serializer: api.WatchedItemSerializer) -> None:
+        serializer.save()
+        self._decide_again(serializer.instance)
+
+    @staticmethod
+    def _decide_again(item: WatchedItem) -> None:
+        # After the commit, so an Ads error (logged as a failed action) never loses the save.
+        transaction.on_commit(lambda: inventory.redecide(item))
 
 
 class MarginRuleViewSet(viewsets.ModelViewSet):

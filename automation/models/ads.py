@@ -16,6 +16,7 @@ class AdGroupAction(models.Model):
         RECONCILE = "reconcile", _("nightly reconciliation")
         PROMOTION = "promotion", _("promotion")
         MANUAL = "manual", _("manual")
+        ADMIN = "admin", _("admin change")
 
     class Result(models.TextChoices):
         APPLIED = "applied", _("applied")

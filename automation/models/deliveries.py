@@ -72,6 +72,11 @@ class Delivery(models.Model):
         db_index=True,
     )
     attempts = models.PositiveIntegerField(verbose_name=_("attempts"), default=0)
+    result = models.TextField(
+        verbose_name=_("result"),
+        blank=True,
+        help_text=_("What processing did, e.g. “total available 3”; errors go to “last error”."),
+    )
     last_error = models.TextField(verbose_name=_("last error"), blank=True)
     processing_started_at = models.DateTimeField(
         verbose_name=_("processing started at"), null=True, blank=True

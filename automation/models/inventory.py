@@ -83,6 +83,39 @@ class WatchedItem(models.Model):
         default=DEFAULT_COST_PER_CLICK,
         help_text=_("What one click costs you on average, in euros."),
     )
+    # A manual state wins over the stock until the merchant releases it
+    # (decisions.status_to_set); set and cleared only through inventory.set_manual/release_manual.
+    manual_status = models.CharField(
+        verbose_name=_("manual status"),
+        max_length=8,
+        blank=True,
+        choices=[("PAUSED", _("manually paused")), ("ENABLED", _("manually enabled"))],
+        help_text=_(
+            "Set by the actions “Pause manually” and “Enable manually”: the ad group keeps "
+            "this status whatever the stock does, until you release it."
+        ),
+    )
+    manual_reason = models.CharField(
+        verbose_name=_("manual reason"),
+        max_length=200,
+        blank=True,
+        help_text=_("Why the ad group is held manually."),
+    )
+    manual_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("manually set by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_("Who set the manual status."),
+    )
+    manual_at = models.DateTimeField(
+        verbose_name=_("manually set at"),
+        null=True,
+        blank=True,
+        help_text=_("When the manual status was set."),
+    )
 
     class Meta:
         verbose_name = _("watched item")
