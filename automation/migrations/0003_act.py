@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('automation', '0001_initial'),
+        ('automation', '0002_results'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
