@@ -81,11 +81,12 @@ def desired_status(total: int, pause_at: int) -> str:
 
 @dataclass
 class Applied:
-    """What pushing levels through the guard did: the outcome, each ad group's status, and the
-    Ads errors (raised once the levels have committed)."""
+    """What pushing levels through the guard did: the outcome, each ad group's status and what
+    became of it (sent, unchanged, held), and the Ads errors (raised once the levels committed)."""
 
     outcome: Outcome
     statuses: dict[tuple[str, str], str] = field(default_factory=dict)
+    results: dict[tuple[str, str], str] = field(default_factory=dict)
     errors: list[Exception] = field(default_factory=list)
 
 
@@ -133,12 +134,13 @@ def _apply_locked(
         )
     total = written[-1][1]  # the last write's statement saw every earlier one
     applied = Applied(Outcome(Status.DONE, f"total available {total}"))
+    notes: list[str] = []
     for row in rows:
         status = desired_status(total, row.pause_at)
         applied.statuses[(row.customer_id, row.ad_group_id)] = status
         comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
         try:
-            ads.apply_status(
+            result = ads.apply_status(
                 customer_id=row.customer_id,
                 ad_group_id=row.ad_group_id,
                 status=status,
@@ -148,6 +150,14 @@ def _apply_locked(
             )
         except (TransientAdsError, PermanentAdsError) as err:
             applied.errors.append(err)
+            continue
+        applied.results[(row.customer_id, row.ad_group_id)] = result
+        if result in (ads.UNCHANGED, AdGroupAction.Result.HELD):
+            notes.append(f"ad group {row.ad_group_id} {status} {result}")
+    if notes:
+        applied.outcome = replace(
+            applied.outcome, note=f"{applied.outcome.note}; {', '.join(notes)}"
+        )
     return applied
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
 import tempfile
 import threading
 import time
@@ -30,7 +31,12 @@ ad_group_service = import_module(
     f"google.ads.googleads.{API_VERSION}.services.types.ad_group_service"
 )
 
+google_ads_service = import_module(
+    f"google.ads.googleads.{API_VERSION}.services.types.google_ads_service"
+)
+
 SERVICE = f"google.ads.googleads.{API_VERSION}.services.AdGroupService"
+SEARCH_SERVICE = f"google.ads.googleads.{API_VERSION}.services.GoogleAdsService"
 FAILURE_KEY = f"google.ads.googleads.{API_VERSION}.errors.googleadsfailure-bin"
 DEVELOPER_TOKEN = "devtok"
 LOGIN_CUSTOMER_ID = "1234567890"
@@ -40,6 +46,11 @@ _TLS: tuple[bytes, bytes] | None = None
 
 _Request = ad_group_service.MutateAdGroupsRequest.pb()
 _Response = ad_group_service.MutateAdGroupsResponse.pb()
+_SearchRequest = google_ads_service.SearchGoogleAdsRequest.pb()
+_SearchResponse = google_ads_service.SearchGoogleAdsResponse.pb()
+# AdGroupStatusEnum.AdGroupStatus numbers (the API reference's AdGroupStatusEnum).
+STATUS_NUMBERS = {"ENABLED": 2, "PAUSED": 3, "REMOVED": 4}
+_IN_LIST = re.compile(r"ad_group\.id IN \(([\d,\s]*)\)")
 
 
 def _tls_material() -> tuple[bytes, bytes]:
@@ -185,6 +196,10 @@ class AdsStandIn:
         self._per_ad_group: dict[str, str] = {}
         self._lock = threading.Lock()
         self._server: grpc.Server | None = None
+        # What "Google" holds per ad group id: each successful mutate sets it, tests set it to
+        # play a person changing an ad group by hand; GAQL searches answer from it.
+        self.statuses: dict[str, str] = {}
+        self.searches: list[RecordedCall] = []
 
     @property
     def endpoint(self) -> str:
@@ -227,8 +242,12 @@ class AdsStandIn:
             context.abort(grpc.StatusCode.UNAVAILABLE, "Service unavailable (no failure details).")
         if behaviour == "ok":
             response = _Response()
+            names = {number: name for name, number in STATUS_NUMBERS.items()}
             for op in request.operations:
                 response.results.add(resource_name=op.update.resource_name)
+                with self._lock:
+                    ad_group_id = op.update.resource_name.rsplit("/", 1)[-1]
+                    self.statuses[ad_group_id] = names.get(op.update.status, "UNKNOWN")
             return response
         status, kind, code, message = BEHAVIOURS[behaviour]
         delay = self.retry_delay if code == "RESOURCE_TEMPORARILY_EXHAUSTED" else None
@@ -240,6 +259,33 @@ class AdsStandIn:
             )
         )
         context.abort(status, message)
+
+    def _search(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """GoogleAdsService.Search for `SELECT ad_group.id, ad_group.status FROM ad_group WHERE
+        ad_group.id IN (...)`: one GoogleAdsRow per known ad group with `ad_group.id` and
+        `ad_group.status` set, unknown ids left out, no next_page_token (one page; the reference
+        of SearchGoogleAdsResponse: https://developers.google.com/google-ads/api/reference/rpc/
+        v26/SearchGoogleAdsResponse; the query as in Google's examples/basic_operations/
+        get_ad_groups.py, googleads/google-ads-python)."""
+        metadata = {md.key: md.value for md in context.invocation_metadata()}
+        with self._lock:
+            self.searches.append(RecordedCall(request=request, metadata=metadata))
+            statuses = dict(self.statuses)
+        match = _IN_LIST.search(request.query)
+        if not request.query.startswith("SELECT ad_group.id, ad_group.status FROM ad_group") or (
+            match is None
+        ):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in: unexpected {request.query}")
+        response = _SearchResponse()
+        for ad_group_id in (part.strip() for part in match.group(1).split(",")):
+            if ad_group_id in statuses:
+                row = response.results.add()
+                row.ad_group.resource_name = (
+                    f"customers/{request.customer_id}/adGroups/{ad_group_id}"
+                )
+                row.ad_group.id = int(ad_group_id)
+                row.ad_group.status = STATUS_NUMBERS[statuses[ad_group_id]]
+        return response
 
     def __enter__(self) -> Self:
         """Start the TLS server on an ephemeral port."""
@@ -254,8 +300,18 @@ class AdsStandIn:
                 )
             },
         )
+        search = grpc.method_handlers_generic_handler(
+            SEARCH_SERVICE,
+            {
+                "Search": grpc.unary_unary_rpc_method_handler(
+                    self._search,
+                    request_deserializer=_SearchRequest.FromString,
+                    response_serializer=_SearchResponse.SerializeToString,
+                )
+            },
+        )
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        self._server.add_generic_rpc_handlers((handler,))
+        self._server.add_generic_rpc_handlers((handler, search))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
         self.port = self._server.add_secure_port("127.0.0.1:0", creds)
         self._server.start()

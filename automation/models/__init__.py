@@ -1,6 +1,6 @@
 """Models, one module per concept."""
 
-from .ads import AdGroupAction
+from .ads import AdGroupAction, AdGroupState, BrakeEpisode, BrakeSettings, HeldChange
 from .checkouts import (
     CheckoutState,
     Claim,
@@ -17,10 +17,14 @@ from .reconcile import ReconcileRun
 
 __all__ = [
     "AdGroupAction",
+    "AdGroupState",
+    "BrakeEpisode",
+    "BrakeSettings",
     "CheckoutState",
     "Claim",
     "DataRequest",
     "Delivery",
+    "HeldChange",
     "MarginRule",
     "Promotion",
     "PromotionAdGroup",
