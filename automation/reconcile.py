@@ -4,10 +4,10 @@ Because the stale guard ignores older data and setting a status is idempotent, a
 reconciliation can never make things worse; every ad group whose status it changes is a
 webhook that was missed or late. It then reads every watched ad group's real status from Google
 Ads (one GAQL search per account) and repairs drift: an ad group someone switched by hand gets
-the status its stock says again, listed as a drift correction. A pause the safety brake holds is
-neither pushed nor repaired, only reported. The run also heals webhook subscriptions Shopify deleted (unless
-the app's shopify.app.toml owns them), deletes expired claims and drops raw bodies past the
-retention period.
+the status its stock says again, listed as a drift correction. A pause the safety brake holds
+is neither pushed nor repaired, only reported. The run also heals webhook subscriptions Shopify
+deleted (unless the app's shopify.app.toml owns them), deletes expired claims and drops raw
+bodies past the retention period.
 """
 
 import logging
@@ -274,7 +274,9 @@ def _repair_one(run: ReconcileRun, row: WatchedItem, real: str, read_at: datetim
     backend = settings.ADS_BACKEND
     with transaction.atomic():
         # The same lock as a webhook for this item takes: they take turns.
-        list(WatchedItem.objects.select_for_update().filter(inventory_item_id=row.inventory_item_id))
+        list(
+            WatchedItem.objects.select_for_update().filter(inventory_item_id=row.inventory_item_id)
+        )
         levels = StockLevel.objects.filter(
             inventory_item_id=row.inventory_item_id, available__isnull=False
         )
@@ -385,8 +387,7 @@ def summary(run: ReconcileRun) -> str:
             "the admin:"
         )
         lines += [
-            f"  {h['label'] or h['item']}: ad group {h['ad_group']} → {h['held']}"
-            for h in run.held
+            f"  {h['label'] or h['item']}: ad group {h['ad_group']} → {h['held']}" for h in run.held
         ]
     if run.status == Status.NOT_CONFIGURED:
         lines.append(f"Shopify Admin API not configured: set {shopify_access.missing_settings()}")

@@ -13,7 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAdminUser
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import held_changes, views
 
 router = DefaultRouter()
 router.register("watched-items", views.WatchedItemViewSet, basename="watched-item")
@@ -21,6 +21,7 @@ router.register("margin-rules", views.MarginRuleViewSet, basename="margin-rule")
 router.register("promotions", views.PromotionViewSet, basename="promotion")
 router.register("deliveries", views.DeliveryViewSet, basename="delivery")
 router.register("ad-group-actions", views.AdGroupActionViewSet, basename="ad-group-action")
+router.register("held-changes", held_changes.HeldChangeViewSet, basename="held-change")
 router.register("reminder-decisions", views.ReminderDecisionViewSet, basename="reminder-decision")
 
 staff_only = {"permission_classes": [IsAdminUser]}
