@@ -22,11 +22,14 @@ from automation.models import (
 )
 from automation.models.ads import DEFAULT_BRAKE_MAX_SHARE_PERCENT
 from automation.sources.shopify_inventory import LevelUpdate
+from tests import test_reconcile
 from tests.signing import post_shopify
 from tests.test_api import client_for
-from tests.test_reconcile import shop  # noqa: F401  (the Shopify Admin stand-in fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# The Shopify Admin stand-in of the reconciliation's tests, under the same name.
+shop = pytest.fixture(name="shop")(test_reconcile.shop.__wrapped__)
 
 ITEM = 808950810
 STORE = 24826418
@@ -106,7 +109,7 @@ def test_the_dry_run_keeps_its_own_state_so_going_live_sends(winterzauber, setti
 # --- drift ---------------------------------------------------------------------------------
 
 
-def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber, google_ads):  # noqa: F811
+def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber, google_ads):
     apply_level(level(0), source="webhook")  # sold out, paused
     google_ads.statuses["555"] = "ENABLED"  # someone switches it on in the Google Ads UI
     shop.add_item(ITEM, (STORE, 0, "2026-11-28T09:00:00Z"))  # Shopify agrees: still 0
@@ -137,7 +140,7 @@ def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber
     assert run.ad_groups_read == 1
 
 
-def test_no_drift_no_call(shop, winterzauber, google_ads):  # noqa: F811
+def test_no_drift_no_call(shop, winterzauber, google_ads):
     apply_level(level(0), source="webhook")
     shop.add_item(ITEM, (STORE, 0, "2026-11-28T09:00:00Z"))
 
@@ -242,7 +245,7 @@ def test_apply_sends_what_the_stock_says_then_and_discard_records_the_user(twent
 def test_the_nightly_run_reports_a_held_pause_and_does_not_push_it(
     shop,
     twenty,
-    google_ads,  # noqa: F811
+    google_ads,
 ):
     for n, item in enumerate(twenty[:15]):
         update = LevelUpdate(item.inventory_item_id, STORE, 0, MORNING + timedelta(seconds=4 * n))
