@@ -80,6 +80,7 @@ def _levels(items: list[int], locations: tuple[int, ...], available: int, at: fl
             event_id=f"burst-{uuid.uuid4()}",
             topic="inventory_levels/update",
             event=LevelChange(item, location, available, at),
+            at=at,
         )
         for item in items
         for location in locations

@@ -16,6 +16,9 @@ class HeldChangeSerializer(serializers.ModelSerializer):
     """A held pause and, once decided, who decided what."""
 
     resolved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # Plain text: a third `source` enum beside the deliveries' and the actions' would collide
+    # in the schema's enum names.
+    source = serializers.CharField(read_only=True, help_text="webhook or reconcile")
 
     class Meta:
         model = HeldChange
