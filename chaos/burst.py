@@ -31,6 +31,7 @@ class BurstFacts:
     """What the burst did, for the report."""
 
     items: int
+    ad_groups: int
     allowed: int
     pauses_sent: int
     held: int
@@ -112,8 +113,9 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     from automation.models import BrakeSettings, Delivery, HeldChange
     from tests.ads_standin import make_test_client
 
-    items = sorted({g.item for g in scenario.watched if not g.broken})
-    ad_groups = [g.ad_group_id for g in scenario.watched if not g.broken]
+    # The broken ad group's item stays out: its pause would fail for good and stay held.
+    items = sorted({g.item for g in scenario.watched} - {scenario.broken.item})
+    ad_groups = [g.ad_group_id for g in scenario.watched if g.item in items]
     end = time.time() - t0 + 3600  # later than every level of the day
     _send_all(harness.base_url, _levels(items, scenario.locations[:1], 1000, end), t0)
     observe.wait_until_idle(redis, settle_timeout)
@@ -121,7 +123,7 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     with observe.db():
         configure_brake(True)
         allowed = min(
-            len(items),
+            len(ad_groups),
             BrakeSettings.load().allowed_pauses(ads.watched_ad_groups()),
         )
     calls_before = harness.ads.applied_calls
@@ -149,6 +151,7 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     wrong = sum(harness.ads.final.get(ad_group) != "PAUSED" for ad_group in ad_groups)
     return BurstFacts(
         items=len(items),
+        ad_groups=len(ad_groups),
         allowed=allowed,
         pauses_sent=pauses_sent,
         held=held,

@@ -369,9 +369,12 @@ def _operations(facts: Facts) -> list[Row]:
 
 def _burst(burst: BurstFacts) -> list[Row]:
     return [
-        Row("items reporting zero within seconds", burst.items),
+        Row(
+            "items (their ad groups) reporting zero within seconds",
+            f"{burst.items} ({burst.ad_groups})",
+        ),
         Row("pauses sent / allowed by the brake", burst.pauses_sent, burst.allowed),
-        Row("pauses held", burst.held, burst.items - burst.allowed),
+        Row("pauses held", burst.held, burst.ad_groups - burst.allowed),
         Row("brake alerts", burst.alerts, 1),
         Row(
             "burst deliveries done (nothing lost)",
