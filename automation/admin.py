@@ -22,16 +22,18 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import inbox, inventory, promotions, scheduling, shopify_access
+from . import held_changes, inbox, inventory, promotions, scheduling, shopify_access
 from .exceptions import InvalidPayload
 from .forms import PromotionForm
 from .models import (
     AdGroupAction,
+    BrakeSettings,
     CheckoutState,
     Claim,
     DashboardSettings,
     DataRequest,
     Delivery,
+    HeldChange,
     MarginRule,
     Promotion,
     PromotionAdGroup,
@@ -741,3 +743,110 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
                 messages.INFO,
             )
         return super().changelist_view(request, extra_context)
+
+
+# --- the safety brake: its settings and the pauses it held ---------------------------------
+
+
+@admin.register(BrakeSettings)
+class BrakeSettingsAdmin(admin.ModelAdmin):
+    """One row ("Notbremse"); the list view goes straight to it."""
+
+    fields = ("enabled", "window_minutes", "max_share_percent", "max_count")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not BrakeSettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        config = BrakeSettings.load()
+        return redirect("admin:automation_brakesettings_change", config.pk)
+
+
+@admin.register(HeldChange)
+class HeldChangeAdmin(ReadOnlyAdmin):
+    """Pauses the brake held, with "apply all" and "discard all" for the open ones."""
+
+    change_list_template = "admin/automation/heldchange/change_list.html"
+    list_display = (
+        "held_at",
+        "ad_group_id",
+        "desired_status",
+        "reason",
+        "resolution",
+        "resolved_by",
+        "resolved_at",
+        "outcome",
+    )
+    list_filter = ("resolution", "source")
+    search_fields = ("ad_group_id", "reason")
+    list_select_related = ("resolved_by",)
+    actions = ["apply_selected", "discard_selected"]
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def get_urls(self):
+        own = [
+            path(
+                "apply-all/",
+                self.admin_site.admin_view(self.apply_all_view),
+                name="automation_heldchange_apply_all",
+            ),
+            path(
+                "discard-all/",
+                self.admin_site.admin_view(self.discard_all_view),
+                name="automation_heldchange_discard_all",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        extra = {"open_count": held_changes.open_changes().count(), **(extra_context or {})}
+        return super().changelist_view(request, extra)
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[HeldChange], how: str) -> None:
+        if how == "apply":
+            decided = held_changes.apply(queryset, request.user)
+            message = _(
+                "Applied %(count)d held changes: each ad group got the status its stock says now."
+            )
+        else:
+            decided = held_changes.discard(queryset, request.user)
+            message = _("Discarded %(count)d held changes: the ads stay as they are.")
+        self.message_user(request, message % {"count": decided.decided}, messages.SUCCESS)
+        for error in decided.errors:
+            self.message_user(request, error, messages.ERROR)
+
+    def _decide_all(self, request: HttpRequest, how: str):
+        if request.method != "POST":
+            return redirect("admin:automation_heldchange_changelist")
+        if not self.has_decide_permission(request):
+            raise PermissionDenied
+        self._decide(request, held_changes.open_changes(), how)
+        return redirect("admin:automation_heldchange_changelist")
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("automation.change_heldchange")
+
+    def apply_all_view(self, request: HttpRequest):
+        return self._decide_all(request, "apply")
+
+    def discard_all_view(self, request: HttpRequest):
+        return self._decide_all(request, "discard")
+
+    @admin.action(
+        description=_("Apply selected held changes (send what the stock says now)"),
+        permissions=["decide"],
+    )
+    def apply_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange]) -> None:
+        self._decide(request, queryset, "apply")
+
+    @admin.action(
+        description=_("Discard selected held changes (keep the ads as they are)"),
+        permissions=["decide"],
+    )
+    def discard_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange]) -> None:
+        self._decide(request, queryset, "discard")

@@ -6,9 +6,10 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 
 from . import reminder_mail
-from .models import Delivery
+from .models import BrakeEpisode, Delivery
 
 logger = logging.getLogger(__name__)
 
@@ -45,3 +46,19 @@ def delivery_dead(delivery: Delivery) -> None:
     # templates/builtins/#autoescape); else an error quoting `"` arrives as `&quot;`.
     subject = f"[Elbkerzen] Delivery gave up: {delivery.source} {delivery.topic} #{delivery.pk}"
     send(subject, render_to_string("automation/email/delivery_dead.txt", context))
+
+
+def brake_engaged(episode_id: int) -> None:
+    """Tell the merchant the safety brake holds pauses; once per episode (its creator calls)."""
+    episode = BrakeEpisode.objects.filter(pk=episode_id).first()
+    if episode is None:
+        return
+    path = reverse("admin:automation_heldchange_changelist")
+    when = timezone.localtime(episode.started_at).strftime("%Y-%m-%d %H:%M")
+    body = (
+        f"The safety brake (Notbremse) engaged at {when}: {episode.reason}.\n\n"
+        "Further pauses are held, not sent: your ads keep running. Decide in the admin whether "
+        "to apply them (each ad group gets the status its stock says now) or discard them:\n"
+        f"{settings.PUBLIC_BASE_URL}{path}\n"
+    )
+    send("[Elbkerzen] Safety brake: pauses held", body)

@@ -88,11 +88,12 @@ def desired_status(total: int, pause_at: int) -> str:
 
 @dataclass
 class Applied:
-    """What pushing levels through the guard did: the outcome, each ad group's status, and the
-    Ads errors (raised once the levels have committed)."""
+    """What pushing levels through the guard did: the outcome, each ad group's status and what
+    became of it (sent, unchanged, held), and the Ads errors (raised once the levels committed)."""
 
     outcome: Outcome
     statuses: dict[tuple[str, str], str] = field(default_factory=dict)
+    results: dict[tuple[str, str], str] = field(default_factory=dict)
     errors: list[Exception] = field(default_factory=list)
 
 
@@ -140,17 +141,25 @@ def _apply_locked(
         )
     total = written[-1][1]  # the last write's statement saw every earlier one
     applied = Applied(Outcome(Status.DONE, f"total available {total}"))
-    held = []
+    held: list[str] = []
+    notes: list[str] = []
     for row in rows:
-        status, error = _set_status(row, total, source=source, delivery=delivery)
+        status, result, error = _set_status(row, total, source=source, delivery=delivery)
         applied.statuses[(row.customer_id, row.ad_group_id)] = status
         if row.manual_status:
             held.append(f"{row.label} ({row.manual_status.lower()})")
         if error is not None:
             applied.errors.append(error)
+            continue
+        applied.results[(row.customer_id, row.ad_group_id)] = result
+        if result in (ads.UNCHANGED, AdGroupAction.Result.HELD):
+            notes.append(f"ad group {row.ad_group_id} {status} {result}")
     if held:
-        note = f"total available {total}; manual state holds: {', '.join(held)}"
-        applied.outcome = replace(applied.outcome, note=note)
+        notes.append(f"manual state holds: {', '.join(held)}")
+    if notes:
+        applied.outcome = replace(
+            applied.outcome, note=f"{applied.outcome.note}; {'; '.join(notes)}"
+        )
     return applied
 
 
@@ -161,10 +170,11 @@ def _set_status(
     source: str,
     delivery: Delivery | None = None,
     prefix: str = "",
-) -> tuple[str, Exception | None]:
+) -> tuple[str, str, Exception | None]:
     """Decide one locked row's status from the total and its manual state, send it, log it.
 
-    Returns the status and the Ads error (logged as a failed action), if any; `total` may be
+    Returns the status, what `ads.apply_status` did with it (sent, unchanged, held; "" after
+    an error) and the Ads error (logged as a failed action), if any; `total` may be
     None (no stock known) only while a manual state holds. While one holds, that state is sent
     again with the stock as the reason: the stock is recorded but does not move the ad group,
     and a manual call that failed is repeated.
@@ -191,7 +201,7 @@ def _set_status(
             "pause_at": row.pause_at,
         }
     try:
-        ads.apply_status(
+        result = ads.apply_status(
             customer_id=row.customer_id,
             ad_group_id=row.ad_group_id,
             status=status,
@@ -200,8 +210,8 @@ def _set_status(
             delivery=delivery,
         )
     except (TransientAdsError, PermanentAdsError) as err:
-        return status, err
-    return status, None
+        return status, "", err
+    return status, result, None
 
 
 class Watched(NamedTuple):
@@ -318,7 +328,7 @@ def _decide_locked(
     total = stored_total(item.inventory_item_id)
     if total is None and not row.manual_status:
         return Decision(row.label, None, None, row.pause_at)
-    status, error = _set_status(row, total, source=source, prefix=prefix)
+    status, _result, error = _set_status(row, total, source=source, prefix=prefix)
     return Decision(
         row.label, status, total, row.pause_at, row.manual_status, error=str(error or "")
     )

@@ -2,9 +2,12 @@
 
 Because the stale guard ignores older data and setting a status is idempotent, a
 reconciliation can never make things worse; every ad group whose status it changes is a
-webhook that was missed or late. The run also heals webhook subscriptions Shopify deleted (unless
-the app's shopify.app.toml owns them), deletes expired claims and drops raw bodies past the
-retention period.
+webhook that was missed or late. It then reads every watched ad group's real status from Google
+Ads (one GAQL search per account) and repairs drift: an ad group someone switched by hand gets
+the status its stock says again, listed as a drift correction. A pause the safety brake holds
+is neither pushed nor repaired, only reported. The run also heals webhook subscriptions Shopify
+deleted (unless the app's shopify.app.toml owns them), deletes expired claims and drops raw
+bodies past the retention period.
 """
 
 import logging
@@ -15,13 +18,12 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from . import alerts, claims, inventory, shopify_access
+from . import ads, alerts, claims, decisions, inventory, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError
 from .exceptions import PermanentAdsError, TransientAdsError
-from .models import AdGroupAction, Delivery, ReconcileRun, StockLevel, WatchedItem
+from .models import AdGroupAction, AdGroupState, Delivery, ReconcileRun, StockLevel, WatchedItem
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +108,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
             reconcile_stock(run, client)
         except ShopifyAdminError as err:
             run.errors.append(f"stock: {err}")
+        repair_drift(run)
         if not toml:  # app-scoped subscriptions are invisible to us: "healing" would double them
             try:
                 heal_subscriptions(run, client)
@@ -119,7 +122,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
     run.finished_at = timezone.now()
     run.duration_seconds = round(time.monotonic() - started, 3)
     run.save()
-    if run.corrections or run.errors or run.subscriptions_created:
+    if run.corrections or run.errors or run.subscriptions_created or run.held:
         alerts.send(
             f"[Elbkerzen] Nightly reconciliation {run.local_date}: {run.get_status_display()}",
             summary(run),
@@ -130,20 +133,14 @@ def execute(run: ReconcileRun) -> ReconcileRun:
 # --- the parts -----------------------------------------------------------------------------
 
 
-def _last_statuses(item_ids: list[int]) -> dict[tuple[str, str], str]:
-    """The status we last set (successfully) for each watched ad group."""
-    last_action = (
-        AdGroupAction.objects.filter(
-            customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
-        )
-        .exclude(result=AdGroupAction.Result.FAILED)
-        .order_by("-requested_at", "-pk")
-        .values("desired_status")[:1]
-    )
-    rows = WatchedItem.objects.filter(inventory_item_id__in=item_ids).annotate(
-        last=Subquery(last_action)
-    )
-    return {(row.customer_id, row.ad_group_id): row.last for row in rows}
+def _confirmed_statuses(item_ids: list[int]) -> dict[tuple[str, str], str]:
+    """The status the backend last confirmed for each watched ad group of these items."""
+    watched = WatchedItem.objects.filter(inventory_item_id__in=item_ids)
+    keys = {(row.customer_id, row.ad_group_id) for row in watched}
+    states = AdGroupState.objects.filter(
+        backend=settings.ADS_BACKEND, ad_group_id__in={ad_group for _, ad_group in keys}
+    ).values_list("customer_id", "ad_group_id", "confirmed_status")
+    return {(c, a): status for c, a, status in states if (c, a) in keys}
 
 
 def _stored_levels(item_ids: list[int]) -> dict[tuple[int, int], int | None]:
@@ -162,7 +159,7 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
         set(WatchedItem.objects.filter(enabled=True).values_list("inventory_item_id", flat=True))
     )
     before = _stored_levels(item_ids)
-    last = _last_statuses(item_ids)
+    last = _confirmed_statuses(item_ids)
     labels = dict(WatchedItem.objects.values_list("ad_group_id", "label"))
     by_item: dict[int, list[Level]] = defaultdict(list)
     for level in client.fetch_levels(item_ids):
@@ -206,12 +203,18 @@ def _note_corrections(
     last: dict[tuple[str, str], str],
     labels: dict[str, str],
 ) -> None:
-    """Every ad group whose status we had wrong: a webhook that was missed or late."""
+    """Every ad group whose status we had to send: a webhook that was missed or late; and
+    every pause the safety brake holds."""
     for (customer_id, ad_group_id), status in applied.statuses.items():
+        result = applied.results.get((customer_id, ad_group_id))
+        if result == AdGroupAction.Result.HELD:
+            _note_held(run, item_id, labels.get(ad_group_id, ""), ad_group_id, status)
+            continue
         was = last.get((customer_id, ad_group_id))
-        if was is not None and was != status:
+        if result in ads.SENT_RESULTS and was is not None and was != status:
             run.corrections.append(
                 {
+                    "kind": "stock",
                     "item": item_id,
                     "label": labels.get(ad_group_id, ""),
                     "ad_group": ad_group_id,
@@ -220,6 +223,115 @@ def _note_corrections(
                     "total_available": inventory.total_available(item_id),
                 }
             )
+
+
+def _note_held(run: ReconcileRun, item_id: int, label: str, ad_group_id: str, status: str) -> None:
+    if any(entry["ad_group"] == ad_group_id for entry in run.held):
+        return
+    run.held.append({"item": item_id, "label": label, "ad_group": ad_group_id, "held": status})
+
+
+def repair_drift(run: ReconcileRun) -> None:
+    """Read every watched ad group's real status from Google Ads and repair what drifted.
+
+    Per account one GAQL search (batched by the adapter). An ad group whose real status differs
+    from the one its stored stock says gets that status again (an AdGroupAction from source
+    `reconcile` whose reason says drift), unless the safety brake holds its pause. The real
+    status becomes the confirmed one first, so the only-on-change gate sends it.
+    """
+    watched = list(WatchedItem.objects.filter(enabled=True).order_by("pk"))
+    by_customer: dict[str, list[WatchedItem]] = defaultdict(list)
+    for row in watched:
+        by_customer[row.customer_id].append(row)
+    for customer_id, rows in by_customer.items():
+        read_at = timezone.now()
+        try:
+            real = ads.read_statuses(customer_id, [row.ad_group_id for row in rows])
+        except (TransientAdsError, PermanentAdsError) as err:
+            run.errors.append(f"Google Ads statuses of account {customer_id}: {err}")
+            continue
+        run.ad_groups_read += len({row.ad_group_id for row in rows})
+        for row in rows:
+            status = real.get(row.ad_group_id)
+            if status is None:
+                if settings.ADS_BACKEND != "dryrun":  # the dry run knows only what it sent
+                    run.errors.append(
+                        f"ad group {row.ad_group_id} ({row.label}) not found in Google Ads "
+                        f"account {customer_id}"
+                    )
+                continue
+            if status not in AdGroupAction.Status.values:
+                run.errors.append(f"ad group {row.ad_group_id} ({row.label}) is {status}")
+                continue
+            try:
+                _repair_one(run, row, status, read_at)
+            except (TransientAdsError, PermanentAdsError) as err:
+                run.errors.append(f"ad group {row.ad_group_id} (drift): {err}")
+
+
+def _repair_one(run: ReconcileRun, row: WatchedItem, real: str, read_at: datetime) -> None:
+    """One ad group: under its item's lock, compare Google's status with the stock's."""
+    backend = settings.ADS_BACKEND
+    with transaction.atomic():
+        # The same lock as a webhook for this item takes: they take turns.
+        list(
+            WatchedItem.objects.select_for_update().filter(inventory_item_id=row.inventory_item_id)
+        )
+        levels = StockLevel.objects.filter(
+            inventory_item_id=row.inventory_item_id, available__isnull=False
+        )
+        if not levels.exists():
+            return  # no tracked stock known: nothing says what the status should be
+        state = (
+            AdGroupState.objects.select_for_update()
+            .filter(backend=backend, customer_id=row.customer_id, ad_group_id=row.ad_group_id)
+            .first()
+        )
+        if state is not None and state.confirmed_at > read_at:
+            return  # a call after our read confirmed a newer status
+        drifted = state is not None and state.confirmed_status != real
+        total = inventory.total_available(row.inventory_item_id)
+        # A manual pause or enable holds against the stock here too (issue 16).
+        desired = decisions.status_to_set(
+            inventory.desired_status(total, row.pause_at), row.manual_status
+        )
+        ads.confirm(backend, row.customer_id, row.ad_group_id, real)
+        if real == desired:
+            return
+        if desired == AdGroupAction.Status.PAUSED and ads.open_held(
+            row.customer_id, row.ad_group_id
+        ):
+            _note_held(run, row.inventory_item_id, row.label, row.ad_group_id, desired)
+            return
+        comparison = "≤" if desired == AdGroupAction.Status.PAUSED else ">"
+        result = ads.apply_status(
+            customer_id=row.customer_id,
+            ad_group_id=row.ad_group_id,
+            status=desired,
+            reason=(
+                f"{'drift: ' if drifted else ''}Google Ads had {real}; {row.label}: "
+                + (
+                    f"manual state holds ({row.manual_status.lower()})"
+                    if row.manual_status
+                    else f"{total} available {comparison} {row.pause_at}"
+                )
+            ),
+            source=AdGroupAction.Source.RECONCILE,
+        )
+    if result == AdGroupAction.Result.HELD:
+        _note_held(run, row.inventory_item_id, row.label, row.ad_group_id, desired)
+        return
+    run.corrections.append(
+        {
+            "kind": "drift" if drifted else "stock",
+            "item": row.inventory_item_id,
+            "label": row.label,
+            "ad_group": row.ad_group_id,
+            "was": real,
+            "now": desired,
+            "total_available": total,
+        }
+    )
 
 
 def missing_subscriptions(client: ShopifyAdmin) -> list[str]:
@@ -250,22 +362,39 @@ def drop_old_bodies(now: datetime | None = None) -> int:
     return Delivery.objects.filter(received_at__lt=cutoff, body__isnull=False).update(body=None)
 
 
+def _correction_line(c: dict) -> str:
+    return (
+        f"  {c['label'] or c['item']}: ad group {c['ad_group']} {c['was']} → {c['now']} "
+        f"({c['total_available']} available)"
+    )
+
+
 def summary(run: ReconcileRun) -> str:
     """The run in a few lines, for the command line and the alert e-mail."""
     lines = [
         f"Reconciliation {run.local_date} ({run.trigger}): {run.get_status_display()}",
         f"items checked: {run.items_checked}, levels changed: {run.levels_changed}, "
-        f"duration: {run.duration_seconds} s",
+        f"ad group statuses read: {run.ad_groups_read}, duration: {run.duration_seconds} s",
         f"expired claims deleted: {run.claims_deleted}, raw bodies dropped: {run.bodies_dropped}",
     ]
-    if run.corrections:
+    stock = [c for c in run.corrections if c.get("kind", "stock") == "stock"]
+    drift = [c for c in run.corrections if c.get("kind") == "drift"]
+    if stock:
+        lines.append(f"ad groups corrected ({len(stock)}), each a missed or late webhook:")
+        lines += [_correction_line(c) for c in stock]
+    if drift:
         lines.append(
-            f"ad groups corrected ({len(run.corrections)}), each a missed or late webhook:"
+            f"drift repaired ({len(drift)}): Google Ads had another status than the stock says "
+            "(changed by hand?):"
+        )
+        lines += [_correction_line(c) for c in drift]
+    if run.held:
+        lines.append(
+            f"held by the safety brake ({len(run.held)}), not sent; apply or discard them in "
+            "the admin:"
         )
         lines += [
-            f"  {c['label'] or c['item']}: ad group {c['ad_group']} {c['was']} → {c['now']} "
-            f"({c['total_available']} available)"
-            for c in run.corrections
+            f"  {h['label'] or h['item']}: ad group {h['ad_group']} → {h['held']}" for h in run.held
         ]
     if run.status == Status.NOT_CONFIGURED:
         lines.append(f"Shopify Admin API not configured: set {shopify_access.missing_settings()}")

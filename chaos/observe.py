@@ -122,13 +122,16 @@ def wait_until_idle(
 
 
 def ad_group_statuses() -> dict[str, str | None]:
-    """Each ad group's status: the desired status of its last applied (or dry-run) action."""
+    """Each ad group's status: the desired status of its last applied (or dry-run) action
+    (failed and held ones changed nothing)."""
     from automation.models import AdGroupAction
 
     statuses: dict[str, str | None] = {}
     with db():
         rows = (
-            AdGroupAction.objects.exclude(result=AdGroupAction.Result.FAILED)
+            AdGroupAction.objects.filter(
+                result__in=[AdGroupAction.Result.APPLIED, AdGroupAction.Result.DRY_RUN]
+            )
             .order_by("ad_group_id", "requested_at", "pk")
             .values_list("ad_group_id", "desired_status")
         )

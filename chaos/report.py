@@ -14,6 +14,7 @@ from statistics import median
 from typing import Any
 
 from . import shop
+from .burst import BurstFacts
 from .driver import Record
 from .generator import LevelChange, Scenario
 from .observe import Snapshot
@@ -79,6 +80,8 @@ class Facts:
     snapshot: Snapshot
     mails: list[Mail]
     ads_final: dict[str, str]
+    ads_calls: int  # successful calls (retries of failures are failures, not counted)
+    ads_changes: int  # of them, those that changed the ad group's status
     ads_injected: Counter
     kill: Any
     outage: Any
@@ -92,11 +95,20 @@ def _key_of(row: dict) -> str:
     return row["event_id"] if row["source"] == "stripe" else row["webhook_id"]
 
 
-def build(scenario: Scenario, truth: Truth, facts: Facts) -> Report:
+# Ads operations only on change (issue 17): successful calls per status change, at most this.
+CALLS_PER_CHANGE_TARGET = 1.05
+
+
+def build(
+    scenario: Scenario, truth: Truth, facts: Facts, burst: BurstFacts | None = None
+) -> Report:
     """All sections of the table."""
     report = Report()
     report.sections.append(("Deliveries", _deliveries(scenario, facts, report)))
     report.sections.append(("Ad groups", _ad_groups(scenario, truth, facts, report)))
+    report.sections.append(("Ads operations", _operations(facts)))
+    if burst is not None:
+        report.sections.append(("Mass sell-out (safety brake)", _burst(burst)))
     report.sections.append(("Reminders", _reminders(truth, facts, report)))
     report.sections.append(("Faults applied", _faults(scenario, facts, report)))
     return report
@@ -341,6 +353,37 @@ def _reminders(truth: Truth, facts: Facts, report: Report) -> list[Row]:
     if decided != mailed:
         rows.append(Row("decisions marked sent match the mails, arm by arm", False, True))
     return rows
+
+
+def _operations(facts: Facts) -> list[Row]:
+    """Successful Ads calls per status change during the day (failed calls changed nothing)."""
+    ratio = facts.ads_calls / facts.ads_changes if facts.ads_changes else 0.0
+    return [
+        Row(
+            "Ads calls per status change (calls / changes)",
+            f"{ratio:.3f} ({facts.ads_calls}/{facts.ads_changes})",
+        ),
+        Row(f"  at most {CALLS_PER_CHANGE_TARGET}", ratio <= CALLS_PER_CHANGE_TARGET, True),
+    ]
+
+
+def _burst(burst: BurstFacts) -> list[Row]:
+    return [
+        Row(
+            "items (their ad groups) reporting zero within seconds",
+            f"{burst.items} ({burst.ad_groups})",
+        ),
+        Row("pauses sent / allowed by the brake", burst.pauses_sent, burst.allowed),
+        Row("pauses held", burst.held, burst.ad_groups - burst.allowed),
+        Row("brake alerts", burst.alerts, 1),
+        Row(
+            "burst deliveries done (nothing lost)",
+            f"{burst.done} / {burst.deliveries}",
+            f"{burst.deliveries} / {burst.deliveries}",
+        ),
+        Row("held changes open after 'apply all'", burst.open_after_apply, 0),
+        Row("ad groups not paused after 'apply all'", burst.wrong_after_apply, 0),
+    ]
 
 
 def _decision_of(facts: Facts, key: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from . import observe, report
+from . import burst, observe, report
 from .driver import Driver
 from .generator import generate
 from .harness import Harness
@@ -50,6 +50,8 @@ def run(params: Params) -> int:
             snapshot=observe.snapshot(redis),
             mails=harness.mail.snapshot(),
             ads_final=dict(harness.ads.final),
+            ads_calls=harness.ads.applied_calls,
+            ads_changes=harness.ads.changes,
             ads_injected=harness.ads.injected.copy(),
             kill=harness.kill,
             outage=harness.outage,
@@ -58,7 +60,10 @@ def run(params: Params) -> int:
             drained=drained,
             t0=t0,
         )
-        result = report.build(scenario, truth, facts)
+        mark = time.monotonic()
+        burst_facts = burst.run(harness, scenario, redis, t0, params.settle_timeout)
+        phases["mass sell-out"] = time.monotonic() - mark
+        result = report.build(scenario, truth, facts, burst_facts)
         harness.failed = bool(result.failures)
     result.header = report.header(scenario, time.monotonic() - wall, phases)
     print(result.render(), flush=True)

@@ -70,7 +70,8 @@ class ChaosAds(AdsStandIn):
         self._rng = random.Random(seed)
         self.injected: Counter[str] = Counter()
         self.final: dict[str, str] = {}
-        self.applied_calls = 0
+        self.applied_calls = 0  # successful calls (a failed one changed nothing)
+        self.changes = 0  # successful calls that changed the ad group's status
         self.held: tuple[str, float] | None = None
         self._hold_for: frozenset[str] = frozenset()
         self._held_event = threading.Event()
@@ -110,7 +111,10 @@ class ChaosAds(AdsStandIn):
             self.applied_calls += 1
             for op in request.operations:
                 ad_group_id = op.update.resource_name.rsplit("/", 1)[-1]
-                self.final[ad_group_id] = STATUS_NAMES.get(op.update.status, str(op.update.status))
+                status = STATUS_NAMES.get(op.update.status, str(op.update.status))
+                if self.final.get(ad_group_id) != status:
+                    self.changes += 1  # the first status an ad group gets counts as a change
+                self.final[ad_group_id] = status
         return response
 
     def _rate_limit(self, context: grpc.ServicerContext) -> None:

@@ -36,7 +36,12 @@ ad_group_service = import_module(
     f"google.ads.googleads.{API_VERSION}.services.types.ad_group_service"
 )
 
+google_ads_service = import_module(
+    f"google.ads.googleads.{API_VERSION}.services.types.google_ads_service"
+)
+
 SERVICE = f"google.ads.googleads.{API_VERSION}.services.AdGroupService"
+SEARCH_SERVICE = f"google.ads.googleads.{API_VERSION}.services.GoogleAdsService"
 FAILURE_KEY = f"google.ads.googleads.{API_VERSION}.errors.googleadsfailure-bin"
 DEVELOPER_TOKEN = "devtok"
 LOGIN_CUSTOMER_ID = "1234567890"
@@ -46,12 +51,13 @@ _TLS: tuple[bytes, bytes] | None = None
 
 _Request = ad_group_service.MutateAdGroupsRequest.pb()
 _Response = ad_group_service.MutateAdGroupsResponse.pb()
+_StatusSearchRequest = google_ads_service.SearchGoogleAdsRequest.pb()
+_StatusSearchResponse = google_ads_service.SearchGoogleAdsResponse.pb()
+# AdGroupStatusEnum.AdGroupStatus numbers (the API reference's AdGroupStatusEnum).
+STATUS_NUMBERS = {"ENABLED": 2, "PAUSED": 3, "REMOVED": 4}
+_IN_LIST = re.compile(r"ad_group\.id IN \(([\d,\s]*)\)")
 
-google_ads_service = import_module(
-    f"google.ads.googleads.{API_VERSION}.services.types.google_ads_service"
-)
 ad_group_status = import_module(f"google.ads.googleads.{API_VERSION}.enums.types.ad_group_status")
-SEARCH_SERVICE = f"google.ads.googleads.{API_VERSION}.services.GoogleAdsService"
 _SearchRequest = google_ads_service.SearchGoogleAdsStreamRequest.pb()
 _SearchResponse = google_ads_service.SearchGoogleAdsStreamResponse.pb()
 _Row = google_ads_service.GoogleAdsRow.pb()
@@ -205,6 +211,9 @@ class AdsStandIn:
         self.ad_groups: dict[str, dict[str, str]] = {}
         self.searches: list[RecordedCall] = []
         self.search_behaviour = "ok"  # or a BEHAVIOURS name: every search fails so
+        # What "Google" holds per ad group id: each successful mutate sets it, tests set it to
+        # play a person changing an ad group by hand; GAQL searches answer from it.
+        self.statuses: dict[str, str] = {}
 
     def add_ad_group(
         self, ad_group_id: str, name: str, campaign: str, status: str = "ENABLED"
@@ -265,8 +274,12 @@ class AdsStandIn:
             context.abort(grpc.StatusCode.UNAVAILABLE, "Service unavailable (no failure details).")
         if behaviour == "ok":
             response = _Response()
+            names = {number: name for name, number in STATUS_NUMBERS.items()}
             for op in request.operations:
                 response.results.add(resource_name=op.update.resource_name)
+                with self._lock:
+                    ad_group_id = op.update.resource_name.rsplit("/", 1)[-1]
+                    self.statuses[ad_group_id] = names.get(op.update.status, "UNKNOWN")
             return response
         status, kind, code, message = BEHAVIOURS[behaviour]
         delay = self.retry_delay if code == "RESOURCE_TEMPORARILY_EXHAUSTED" else None
@@ -344,6 +357,33 @@ class AdsStandIn:
             row.campaign.name = group["campaign"]
         yield response
 
+    def _search(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """GoogleAdsService.Search for `SELECT ad_group.id, ad_group.status FROM ad_group WHERE
+        ad_group.id IN (...)`: one GoogleAdsRow per known ad group with `ad_group.id` and
+        `ad_group.status` set, unknown ids left out, no next_page_token (one page; the reference
+        of SearchGoogleAdsResponse: https://developers.google.com/google-ads/api/reference/rpc/
+        v26/SearchGoogleAdsResponse; the query as in Google's examples/basic_operations/
+        get_ad_groups.py, googleads/google-ads-python)."""
+        metadata = {md.key: md.value for md in context.invocation_metadata()}
+        with self._lock:
+            self.searches.append(RecordedCall(request=request, metadata=metadata))
+            statuses = dict(self.statuses)
+        match = _IN_LIST.search(request.query)
+        if not request.query.startswith("SELECT ad_group.id, ad_group.status FROM ad_group") or (
+            match is None
+        ):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in: unexpected {request.query}")
+        response = _StatusSearchResponse()
+        for ad_group_id in (part.strip() for part in match.group(1).split(",")):
+            if ad_group_id in statuses:
+                row = response.results.add()
+                row.ad_group.resource_name = (
+                    f"customers/{request.customer_id}/adGroups/{ad_group_id}"
+                )
+                row.ad_group.id = int(ad_group_id)
+                row.ad_group.status = STATUS_NUMBERS[statuses[ad_group_id]]
+        return response
+
     def __enter__(self) -> Self:
         """Start the TLS server on an ephemeral port."""
         key_pem, cert_pem = _tls_material()
@@ -364,7 +404,12 @@ class AdsStandIn:
                     self._search_stream,
                     request_deserializer=_SearchRequest.FromString,
                     response_serializer=_SearchResponse.SerializeToString,
-                )
+                ),
+                "Search": grpc.unary_unary_rpc_method_handler(
+                    self._search,
+                    request_deserializer=_StatusSearchRequest.FromString,
+                    response_serializer=_StatusSearchResponse.SerializeToString,
+                ),
             },
         )
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))

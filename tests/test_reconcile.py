@@ -90,6 +90,7 @@ def test_a_dropped_sell_out_webhook_is_corrected(shop, winterzauber):
     assert run.levels_changed == 1
     assert run.corrections == [
         {
+            "kind": "stock",
             "item": ITEM,
             "label": "Winterzauber",
             "ad_group": "555",

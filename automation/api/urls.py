@@ -14,7 +14,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAdminUser
 from rest_framework.routers import DefaultRouter
 
-from . import results, views
+from . import held_changes, results, views
 
 router = DefaultRouter()
 router.register("watched-items", views.WatchedItemViewSet, basename="watched-item")
@@ -22,6 +22,7 @@ router.register("margin-rules", views.MarginRuleViewSet, basename="margin-rule")
 router.register("promotions", views.PromotionViewSet, basename="promotion")
 router.register("deliveries", views.DeliveryViewSet, basename="delivery")
 router.register("ad-group-actions", views.AdGroupActionViewSet, basename="ad-group-action")
+router.register("held-changes", held_changes.HeldChangeViewSet, basename="held-change")
 router.register("reminder-decisions", views.ReminderDecisionViewSet, basename="reminder-decision")
 
 staff_only = {"permission_classes": [IsAdminUser]}

@@ -1,6 +1,6 @@
 """Models, one module per concept."""
 
-from .ads import AdGroupAction
+from .ads import AdGroupAction, AdGroupState, BrakeEpisode, BrakeSettings, HeldChange
 from .checkouts import (
     CheckoutState,
     Claim,
@@ -18,11 +18,15 @@ from .reconcile import ReconcileRun
 
 __all__ = [
     "AdGroupAction",
+    "AdGroupState",
+    "BrakeEpisode",
+    "BrakeSettings",
     "CheckoutState",
     "Claim",
     "DashboardSettings",
     "DataRequest",
     "Delivery",
+    "HeldChange",
     "MarginRule",
     "Promotion",
     "PromotionAdGroup",

@@ -37,7 +37,20 @@ class ReconcileRun(models.Model):
     corrections = models.JSONField(
         verbose_name=_("corrections"),
         default=list,
-        help_text=_("Ad groups whose status was wrong: each a missed or late webhook."),
+        help_text=_(
+            "Ad groups whose status was wrong: a missed or late webhook (stock), or changed in "
+            "Google Ads by hand (drift)."
+        ),
+    )
+    ad_groups_read = models.PositiveIntegerField(
+        verbose_name=_("ad group statuses read"),
+        default=0,
+        help_text=_("Watched ad groups whose real status was read from Google Ads."),
+    )
+    held = models.JSONField(
+        verbose_name=_("held by the safety brake"),
+        default=list,
+        help_text=_("Pauses the safety brake holds: not sent, waiting for your decision."),
     )
     subscriptions_created = models.JSONField(verbose_name=_("subscriptions created"), default=list)
     errors = models.JSONField(verbose_name=_("errors"), default=list)
