@@ -136,7 +136,12 @@ def apply_status(
     # promotion's edge) this is the transaction. Nothing may raise out of this block, or the
     # caller's transaction would be marked for rollback: the failure is raised after it.
     with transaction.atomic(savepoint=False):
-        if confirmed_status(backend, customer_id, ad_group_id, lock=True) == status:
+        # The merchant's own manual pause or enable is always sent and logged: it is rare, it
+        # names who and why, and it confirms the status Google Ads really has.
+        if (
+            confirmed_status(backend, customer_id, ad_group_id, lock=True) == status
+            and source != Source.MANUAL
+        ):
             return UNCHANGED
         if brake and status == Status.PAUSED and source in BRAKED_SOURCES:
             held_by = _brake_engaged(customer_id, ad_group_id, requested_at)

@@ -257,7 +257,7 @@ def test_a_manual_pause_holds_against_a_later_webhook_until_released(
     assert delivery.status == Delivery.Status.DONE
     assert "manual state holds: Winterzauber (paused)" in delivery.result
     assert delivery.last_error == ""
-    assert actions() == [("manual", "PAUSED"), ("webhook", "PAUSED")]
+    assert actions() == [("manual", "PAUSED")]  # already paused: no second Ads call (issue 17)
     # and the list shows that it holds
     page = admin_client.get(CHANGELIST).content.decode()
     assert "manually paused" in page and "Lieferant liefert erst Freitag" in page
@@ -299,7 +299,7 @@ def test_a_manual_enable_holds_while_sold_out(winterzauber, admin_user):
     inventory.apply_level(
         LevelUpdate(ITEM, STORE, 0, datetime(2026, 12, 1, 10, tzinfo=UTC)), source="webhook"
     )
-    assert actions() == [("manual", "ENABLED"), ("webhook", "ENABLED")]
+    assert actions() == [("manual", "ENABLED")]  # already enabled: no second Ads call
 
 
 @pytest.mark.django_db(transaction=True)
@@ -308,7 +308,7 @@ def test_a_save_while_manual_keeps_the_manual_state(admin_client, winterzauber, 
     inventory.set_manual(winterzauber, "PAUSED", "Fotoshooting", admin_user)
     url = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
     response = admin_client.post(url, change_form(winterzauber, pause_at=1), follow=True)
-    assert actions() == [("manual", "PAUSED"), ("admin", "PAUSED")]
+    assert actions() == [("manual", "PAUSED")]  # already paused: no second Ads call
     winterzauber.refresh_from_db()
     assert winterzauber.manual_status == "PAUSED"  # the form does not touch it
     assert any("Ad group paused manually (Winterzauber)" in text for text in texts(response))
@@ -328,7 +328,7 @@ def test_the_nightly_reconciliation_respects_the_manual_state(
     run = reconcile.run_now()
 
     assert StockLevel.objects.get().available == 15  # the level is recorded
-    assert actions() == [("manual", "PAUSED"), ("reconcile", "PAUSED")]  # the state holds
+    assert actions() == [("manual", "PAUSED")]  # the state holds; paused already: no call
     assert run.corrections == []  # holding is no correction
     httpserver.check_handler_errors()
 

@@ -76,7 +76,7 @@ def test_a_busy_day_sends_one_call_per_status_change(client, run_worker, winterz
     ]
     second = Delivery.objects.order_by("pk")[1]
     assert second.status == Delivery.Status.DONE
-    assert second.last_error == "total available 11; ad group 555 ENABLED unchanged"
+    assert second.result == "total available 11; ad group 555 ENABLED unchanged"
     state = AdGroupState.objects.get(backend="google", ad_group_id="555")
     assert state.confirmed_status == "ENABLED"
 

@@ -71,7 +71,7 @@ def test_restock_race_newer_level_first_then_stale_then_retry(client, run_worker
     retried = Delivery.objects.order_by("-pk").first()
     assert retried.status == Delivery.Status.DONE
     assert statuses() == ["ENABLED"]  # Ads already has ENABLED: no second call
-    assert retried.last_error == "total available 12; ad group 555 ENABLED unchanged"
+    assert retried.result == "total available 12; ad group 555 ENABLED unchanged"
     assert AdGroupAction.objects.first().reason == "Winterzauber: 12 available > 0"
 
 
