@@ -136,3 +136,16 @@ def test_comparison_bars_keep_label_and_value_apart():
         charts.Bar("Demo – Winterzauber (gemessen, Median von 3)", 0.001, "2 s → 0,0009 Klicks"),
     ]
     assert_no_overlap(charts.comparison_bars(bars, title="t"))
+
+
+def test_a_few_long_labels_wrap_onto_two_lines_instead_of_turning():
+    labels = ["Eigene Kerzen (55 %)", "Zugekaufte Geschenksets (25 %)"]
+    svg = charts.grouped_bar_chart(
+        labels,
+        [charts.Series("a", [0.88, 0.4]), charts.Series("b", [1.1, 0.26])],
+        title="t",
+        width=480,
+    )
+    assert "rotate(" not in svg
+    texts = assert_no_overlap(svg)
+    assert {"Eigene Kerzen (55 %)", "Zugekaufte", "Geschenksets (25 %)"} <= set(texts)

@@ -127,19 +127,39 @@ class AxisLabels:
     """Vertical room the labels take below the plot."""
     reach: float
     """How far a label reaches left of its category's centre (rotated labels hang left)."""
+    lines: tuple[tuple[str, ...], ...] = ()
+    """Flat labels wrapped onto one or two lines, a tuple per category; empty when not wrapped."""
+
+
+def wrap(label: str, room: float) -> tuple[str, ...] | None:
+    """The label on one line, or on two balanced ones, no wider than `room`; else None."""
+    if text_width(label) <= room:
+        return (label,)
+    words = label.split(" ")
+    splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
+    best = min(splits, key=lambda pair: max(map(text_width, pair)), default=None)
+    if best is None or max(map(text_width, best)) > room:
+        return None
+    return best
 
 
 def axis_labels(categories: Sequence[str], slot: float) -> AxisLabels:
-    """Thin or turn the labels so that neighbours never touch, whichever shows more of them.
+    """Wrap, thin or turn the labels so that neighbours never touch, showing as many as fit.
 
-    Side by side a label needs its width plus LABEL_GAP; turned by ROTATION degrees, parallel
-    labels need only LINE_HEIGHT between their baselines, i.e. slot · sin(ROTATION) per label.
+    Side by side a label needs its width plus LABEL_GAP; wrapped onto two lines, its longest
+    line; turned by ROTATION degrees, parallel labels need only LINE_HEIGHT between their
+    baselines, i.e. slot · sin(ROTATION) per label.
     """
     widest = max((text_width(c) for c in categories), default=0.0)
     slot = max(slot, 1e-6)
     flat_step = max(1, math.ceil((widest + LABEL_GAP) / slot))
     if flat_step == 1:
         return AxisLabels(1, False, LINE_HEIGHT + 4, widest / 2)
+    wrapped = [wrap(c, slot - LABEL_GAP) for c in categories]
+    if all(lines is not None for lines in wrapped):
+        longest = max(text_width(line) for lines in wrapped for line in lines)
+        depth = LINE_HEIGHT * max(len(lines) for lines in wrapped) + 4
+        return AxisLabels(1, False, depth, longest / 2, tuple(wrapped))
     turned_step = max(1, math.ceil(LINE_HEIGHT / (slot * _SIN)))
     if turned_step < flat_step:
         depth = widest * _SIN + ASCENT * _SIN + FONT_SIZE
@@ -166,7 +186,10 @@ def _category_labels(
                 )
             )
         else:
-            parts.append(_text(x, top + ASCENT + 2, categories[index], anchor="middle"))
+            lines = layout.lines[index] if layout.lines else (categories[index],)
+            for number_, line in enumerate(lines):
+                y = top + ASCENT + 2 + number_ * LINE_HEIGHT
+                parts.append(_text(x, y, line, anchor="middle"))
     return parts
 
 

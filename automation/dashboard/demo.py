@@ -126,14 +126,25 @@ def _level_events(item: DemoItem, start: datetime, end: datetime) -> list[Event]
     events = [Event(at, "inventory", {"item": item, "available": stock})]
     while True:
         if stock <= item.pause_at:
-            at += timedelta(hours=rng.uniform(18, 56))
+            at = _shop_hours(at + timedelta(hours=rng.uniform(18, 56)), rng)
             stock = rng.randint(12, 24)
         else:
-            at += timedelta(hours=rng.uniform(4, 16))
+            at = _shop_hours(at + timedelta(hours=rng.uniform(3, 12)), rng)
             stock = max(stock - rng.randint(1, 4), 0)
         if at >= end:
             return events
         events.append(Event(at, "inventory", {"item": item, "available": stock}))
+
+
+def _shop_hours(at: datetime, rng: random.Random) -> datetime:
+    """People buy candles between 8:00 and 23:00: a sale drawn for the night moves to morning."""
+    local = timezone.localtime(at)
+    if 8 <= local.hour < 23:
+        return at
+    morning = local.replace(hour=8, minute=0, second=0, microsecond=0)
+    if local.hour >= 23:
+        morning += timedelta(days=1)
+    return morning + timedelta(minutes=rng.uniform(0, 150))
 
 
 def _checkout_events(start: datetime, end: datetime, delay: timedelta) -> list[Event]:

@@ -20,6 +20,14 @@ from automation.models import WatchedItem
 DEMO_CUSTOMER_ID = "1234567890"
 
 
+MADE = {
+    "inventory": "stock changes",
+    "checkout": "abandoned checkouts",
+    "evaluate": "reminder decisions",
+    "order": "orders",
+}
+
+
 class Command(BaseCommand):
     help = (
         "Create the demo shop's data, 30 days of labelled demo history and a local admin "
@@ -82,7 +90,7 @@ class Command(BaseCommand):
         if made is None:
             self.stdout.write(f"Kept the demo history ({demo.DEMO_SHOP}); --remove deletes it")
             return
-        summary = ", ".join(f"{n} {kind}" for kind, n in sorted(made.items()))
+        summary = ", ".join(f"{made[kind]} {name}" for kind, name in MADE.items())
         self.stdout.write(
             f"Created {demo.DEMO_DAYS} days of demo history ({demo.DEMO_SHOP}): {summary}"
         )
