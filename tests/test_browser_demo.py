@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from automation.dashboard import demo
+from automation.dashboard.demo_history import create_demo
 from tests.test_browser import CHROMIUM, SCREENSHOTS, browser  # noqa: F401 (fixture)
 from tests.test_chart_labels import _overlap
 
@@ -43,7 +44,7 @@ def test_the_demo_dashboard_in_chromium_has_no_overlapping_labels(
     redis,
     width,
 ):
-    demo.create_demo()
+    create_demo()
     user = django_user_model.objects.create_user(
         "inhaberin", password="kerzen-2026!", is_staff=True
     )

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from automation.dashboard import data, demo
+from automation.dashboard.demo_history import create_demo
 from automation.models import (
     AdGroupAction,
     CheckoutState,
@@ -119,10 +120,10 @@ def test_demo_setup_makes_thirty_days_of_labelled_history(redis, queue, mailoutb
 
 
 def test_running_it_twice_changes_nothing(redis):
-    demo.create_demo()
+    create_demo()
     before = _all_rows()
 
-    assert demo.create_demo() is None
+    assert create_demo() is None
     call_command("demo_setup", stdout=open("/dev/null", "w"))  # noqa: SIM115
 
     after = _all_rows()
@@ -134,7 +135,7 @@ def test_running_it_twice_changes_nothing(redis):
 
 
 def test_removal_deletes_the_demo_and_leaves_the_shop_s_rows(redis, shop_rows):
-    demo.create_demo()
+    create_demo()
     assert ReminderSettings.load().discount_code == "ELBE10"
     assert Delivery.objects.count() > 100
 
@@ -153,7 +154,7 @@ def remover(client, django_user_model):
 
 
 def test_the_dashboard_says_demo_and_its_button_removes_it(redis, remover, shop_rows):
-    demo.create_demo()
+    create_demo()
     page = remover.get(reverse("dashboard")).content.decode()
     assert 'id="demo"' in page
     assert reverse("dashboard-demo-remove") in page
@@ -167,7 +168,7 @@ def test_the_dashboard_says_demo_and_its_button_removes_it(redis, remover, shop_
 
 
 def test_only_staff_allowed_to_delete_watched_items_may_remove_it(redis, client, django_user_model):
-    demo.create_demo()
+    create_demo()
     user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
     client.force_login(user)
 
@@ -181,7 +182,7 @@ def test_only_staff_allowed_to_delete_watched_items_may_remove_it(redis, client,
 
 def test_the_dashboard_over_the_demo_speaks_german(redis, remover, settings):
     settings.LANGUAGE_CODE = "de"
-    demo.create_demo()
+    create_demo()
 
     with translation.override("de"):
         page = remover.get(reverse("dashboard"), HTTP_ACCEPT_LANGUAGE="de").content.decode()

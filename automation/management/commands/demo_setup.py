@@ -1,7 +1,7 @@
 """Demo data and a local admin login, so `make run` shows a working shop at once.
 
 Besides the local shop's watched item, it makes 30 days of clearly labelled demo history
-(automation/dashboard/demo.py) so the dashboard's charts mean something on a fresh start;
+(automation/dashboard/demo_history.py) so the dashboard's charts mean something on a fresh start;
 `--remove` deletes that history again (as does the dashboard's button).
 """
 
@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from redis.exceptions import RedisError
 
-from automation.dashboard import demo
+from automation.dashboard import demo, demo_history
 from automation.models import WatchedItem
 
 DEMO_CUSTOMER_ID = "1234567890"
@@ -82,7 +82,7 @@ class Command(BaseCommand):
     def _history(self) -> None:
         logging.disable(logging.INFO)  # not a log line per demo delivery
         try:
-            made = demo.create_demo()
+            made = demo_history.create_demo()
         except RedisError as err:
             raise CommandError(f"Redis is needed for the demo history: {err}") from err
         finally:
