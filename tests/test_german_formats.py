@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.utils import translation
 
 from automation import reminder_mail
-from automation.dashboard import data
+from automation.dashboard import charts, data
 from automation.models import CheckoutState, ReminderSettings
 
 
@@ -68,3 +68,15 @@ def test_dashboard_money_is_grouped_in_german_even_without_the_thousand_setting(
         assert data.format_duration(timedelta(hours=1250)) == "1.250 h"
     with translation.override("en"):
         assert data.format_euros(Decimal("1234.5")) == "1,234.50 €"
+
+
+@override_settings(USE_THOUSAND_SEPARATOR=False)
+def test_chart_axis_and_totals_are_german_numbers():
+    with translation.override("de"):
+        assert charts.number(1250) == "1.250"
+        assert charts.number(2.5) == "2,5"
+        svg = charts.stacked_bar_chart(
+            ["1. Dezember"], [charts.Series("erledigt", [1250])], title="t"
+        )
+    assert ">1.250<" in svg
+    assert ">1250<" not in svg

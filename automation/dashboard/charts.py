@@ -249,8 +249,9 @@ def _axis(low: float, high: float, *, integers: bool) -> tuple[float, float, lis
 
 
 def number(value: float) -> str:
-    """A value as people read it in the active language: 0.5 in English, 0,5 in German."""
-    return number_format(Decimal(f"{value:g}" if abs(value) < 1e6 else f"{value:.2g}"))
+    """A value as people read it in the active language: 1,000.5 in English, 1.000,5 in German."""
+    text = f"{value:.12g}" if abs(value) < 1e6 else f"{value:.2g}"
+    return number_format(Decimal(text), use_l10n=True, force_grouping=True)
 
 
 def _legend(
