@@ -44,7 +44,7 @@ from ..models import (
     WatchedItem,
 )
 from ..queues import default_queue, redis_client
-from ..sources import shopify
+from ..sources import load_body, shopify
 from .demo import (
     DEMO_CUSTOMER_ID,
     DEMO_DAYS,
@@ -148,7 +148,7 @@ def _checkout_events(start: datetime, end: datetime, delay: timedelta) -> list[E
 
 
 def _sample(topic: str) -> dict:
-    return json.loads((SAMPLES / f"{topic.replace('/', '_')}.json").read_text())
+    return load_body((SAMPLES / f"{topic.replace('/', '_')}.json").read_bytes())
 
 
 def _stamp(at: datetime) -> str:
