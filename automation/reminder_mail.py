@@ -13,6 +13,8 @@ from django.core import signing
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import translation
+from django.utils.formats import number_format
 
 from .models import CheckoutState, ReminderSettings
 
@@ -127,13 +129,38 @@ def unsubscribe_url(email: str) -> str:
     return f"{settings.PUBLIC_BASE_URL}{path}"
 
 
+MAIL_LANGUAGE = "de"
+"""The reminder's templates are written in German, so its numbers are formatted in German too."""
+CURRENCY_SYMBOLS = {"EUR": "€"}
+"""Currencies written with their symbol; any other is written with its ISO code ("12,00 CHF")."""
+
+
+def format_money(amount: Decimal | str | int, currency: str) -> str:
+    """A price as the mail shows it, in the active language's format: "1.234,50 €" in German.
+
+    Django's localisation (the locale's decimal and thousands separators), not hand formatting.
+    """
+    code = (currency or "EUR").upper()
+    number = number_format(Decimal(str(amount)), 2, use_l10n=True, force_grouping=True)
+    return f"{number} {CURRENCY_SYMBOLS.get(code, code)}"
+
+
 def _percent(rate: Decimal) -> str:
-    return f"{(rate * 100).normalize():f}"
+    """The discount as a percentage without trailing zeros: 10, 12,5 in German."""
+    percent = (rate * 100).normalize()
+    places = max(-percent.as_tuple().exponent, 0)
+    return number_format(percent, places, use_l10n=True, force_grouping=True)
 
 
 def build(checkout: CheckoutState, arm: str, config: ReminderSettings) -> EmailMultiAlternatives:
     """The message for one checkout and arm (`plain` or `discount`), not yet sent."""
+    with translation.override(MAIL_LANGUAGE):
+        return _build(checkout, arm, config)
+
+
+def _build(checkout: CheckoutState, arm: str, config: ReminderSettings) -> EmailMultiAlternatives:
     link = unsubscribe_url(checkout.email)
+    currency = checkout.currency or "EUR"
     context = {
         "shop_name": settings.SHOP_NAME,
         "greeting_name": checkout.first_name,
@@ -141,12 +168,12 @@ def build(checkout: CheckoutState, arm: str, config: ReminderSettings) -> EmailM
             {
                 "title": line.get("title") or "Artikel",
                 "quantity": line["quantity"],
-                "price": line["price"],
+                "price": format_money(line["price"], currency),
             }
             for line in checkout.line_items
         ],
-        "total": f"{checkout.total_price:.2f}",
-        "currency": checkout.currency or "EUR",
+        "total": format_money(checkout.total_price, currency),
+        "currency": currency,
         "recovery_url": checkout.recovery_url,
         "discount_code": config.discount_code.strip() if arm == "discount" else "",
         "discount_percent": _percent(config.discount_rate),

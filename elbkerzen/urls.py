@@ -19,6 +19,7 @@ from django_rq.admin import QueueAdmin
 from django_rq.models import Dashboard
 
 from automation import views
+from automation.dashboard import demo as dashboard_demo
 from automation.dashboard import views as dashboard_views
 
 
@@ -77,5 +78,6 @@ urlpatterns = [
     path("admin/rq/", include((superuser_patterns(rq_urls.urlpatterns), rq_urls.app_name))),
     path("admin/dashboard/", dashboard_views.dashboard, name="dashboard"),
     path("admin/setup/", include("automation.setup.urls")),
+    path("admin/dashboard/demo/remove/", dashboard_demo.remove_view, name="dashboard-demo-remove"),
     path("admin/", admin.site.urls),
 ]

@@ -355,7 +355,7 @@ def test_the_last_reconciliation_and_its_corrections_are_shown(staff_client, set
     html = staff_client.get(reverse("dashboard")).content.decode()
 
     assert "ok, with corrections" in html
-    assert "26 Nov 2026" in html
+    assert "Nov. 26, 2026" in html  # the language's DATE_FORMAT ("26. November 2026" in German)
     assert "Winterzauber: ad group 555 ENABLED &rarr; PAUSED (0 available)" in html
     assert "re-created" in html and "orders/create" in html
 

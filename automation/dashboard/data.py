@@ -721,25 +721,37 @@ def format_duration(value: timedelta) -> str:
 
 
 def format_euros(amount: Decimal) -> str:
-    """Cents for amounts a merchant counts, "< 0.01 €" for the fractions our reaction costs."""
+    """Cents for amounts a merchant counts, "< 0,01 €" for the fractions our reaction costs."""
     if Decimal(0) < amount < CENT:
-        return _("< 0.01 €")
-    return _("%(amount)s €") % {"amount": number_format(amount.quantize(CENT), 2)}
+        return f"< {format_euros(CENT)}"
+    return _("%(amount)s €") % {"amount": localized(amount.quantize(CENT), 2)}
 
 
 def format_percent(rate: Decimal) -> str:
-    """0.04 → "4 %", 0.055 → "5.5 %"."""
-    return _("%(n)s %%") % {"n": _number(float(rate) * 100)}
+    """0.04 → "4 %", 0.055 → "5,5 %" in German (Django's localisation)."""
+    return _("%(n)s %%") % {"n": _number(Decimal(rate) * 100)}
 
 
 def format_clicks(clicks: Decimal) -> str:
     """Two decimals; one significant digit for the fraction of a click a fast reaction costs."""
     if Decimal(0) < clicks < CENT:
-        return number_format(Decimal(f"{float(clicks):.1g}"))
-    return number_format(clicks.quantize(CENT), 2)
+        significant = Decimal(clicks).quantize(Decimal(1).scaleb(Decimal(clicks).adjusted()))
+        return localized(significant, -significant.as_tuple().exponent)
+    return localized(Decimal(clicks).quantize(CENT), 2)
 
 
-def _number(value: float, places: int = 1) -> str:
+def localized(value: Decimal | int, places: int | None = None) -> str:
+    """A number in the active language's format, thousands grouped: 1.234,56 in German.
+
+    Django's localisation (`number_format` with the locale's separators and grouping), forced to
+    group whatever USE_THOUSAND_SEPARATOR says: a merchant reads 1.234 €, never 1234 €.
+    """
+    return number_format(value, places, use_l10n=True, force_grouping=True)
+
+
+def _number(value: float | Decimal, places: int = 1) -> str:
     """One decimal place unless it is zero: 2 s, 7.5 min (7,5 min in German)."""
-    text = f"{value:.{places}f}"
-    return number_format(Decimal(text[:-2] if places == 1 and text.endswith(".0") else text))
+    rounded = Decimal(str(value)).quantize(Decimal(1).scaleb(-places))
+    if places == 1 and rounded == rounded.to_integral_value():
+        return localized(rounded, 0)
+    return localized(rounded, places)

@@ -10,7 +10,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from ..models import Delivery, ReminderDecision
-from . import charts, data
+from . import charts, data, demo
 
 STATUS_COLORS = {
     "received": "#79aec8",
@@ -36,6 +36,7 @@ def _status_label(status: str) -> str:
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Reaction to sell-outs, reminders and health, for staff; reads the database only."""
     context = {**admin.site.each_context(request), "title": _("Dashboard"), **overview()}
+    context["demo"] = demo.banner(request)
     return render(request, "automation/dashboard.html", context)
 
 
@@ -75,7 +76,10 @@ def overview() -> dict:
             width=420,
         ),
         "ev_chart": charts.grouped_bar_chart(
-            [f"{basket.label} ({basket.margin_rate:.0%})" for basket in values.baskets],
+            [
+                f"{basket.label} ({data.format_percent(basket.margin_rate)})"
+                for basket in values.baskets
+            ],
             [
                 charts.Series(
                     _("Plain reminder"),
@@ -100,7 +104,7 @@ def overview() -> dict:
             for status, total in deliveries.totals.items()
         ],
         "deliveries_chart": charts.stacked_bar_chart(
-            [date_format(day, "j M") for day in deliveries.days],
+            [date_format(day, "MONTH_DAY_FORMAT") for day in deliveries.days],
             [
                 charts.Series(
                     _status_label(status),

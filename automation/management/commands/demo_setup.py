@@ -1,21 +1,53 @@
-"""Demo data and a local admin login, so `make run` shows a working shop at once."""
+"""Demo data and a local admin login, so `make run` shows a working shop at once.
 
+Besides the local shop's watched item, it makes 30 days of clearly labelled demo history
+(automation/dashboard/demo_history.py) so the dashboard's charts mean something on a fresh start;
+`--remove` deletes that history again (as does the dashboard's button).
+"""
+
+import logging
 import secrets
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from redis.exceptions import RedisError
 
+from automation.dashboard import demo, demo_history
 from automation.models import WatchedItem
 
 DEMO_CUSTOMER_ID = "1234567890"
 
 
+MADE = {
+    "inventory": "stock changes",
+    "checkout": "abandoned checkouts",
+    "evaluate": "reminder decisions",
+    "order": "orders",
+}
+
+
 class Command(BaseCommand):
-    help = "Create the demo shop's data and a local admin login (printed)."
+    help = (
+        "Create the demo shop's data, 30 days of labelled demo history and a local admin "
+        "login (printed); --remove deletes the demo history."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--remove", action="store_true", help="delete the demo history and nothing else"
+        )
+        parser.add_argument(
+            "--no-history", action="store_true", help="skip the 30 days of demo history"
+        )
 
     def handle(self, *args, **options) -> None:
+        if options["remove"]:
+            removed = demo.remove_demo()
+            summary = ", ".join(f"{n} {kind}" for kind, n in sorted(removed.items()))
+            self.stdout.write(f"Removed the demo history: {summary or 'nothing to remove'}")
+            return
         item, created = WatchedItem.objects.get_or_create(
             inventory_item_id=808950810,
             ad_group_id="158962471302",
@@ -27,6 +59,8 @@ class Command(BaseCommand):
         )
         verb = "Created" if created else "Kept"
         self.stdout.write(f"{verb} demo shop elbkerzen.myshopify.com, watching {item}")
+        if not options["no_history"]:
+            self._history()
         password_file = Path(settings.BASE_DIR) / "var" / "admin-password.txt"
         password_file.parent.mkdir(parents=True, exist_ok=True)
         if not password_file.exists():
@@ -43,4 +77,20 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Admin login: http://127.0.0.1:8000/admin/  user: admin  password: {password}"
             )
+        )
+
+    def _history(self) -> None:
+        logging.disable(logging.INFO)  # not a log line per demo delivery
+        try:
+            made = demo_history.create_demo()
+        except RedisError as err:
+            raise CommandError(f"Redis is needed for the demo history: {err}") from err
+        finally:
+            logging.disable(logging.NOTSET)
+        if made is None:
+            self.stdout.write(f"Kept the demo history ({demo.DEMO_SHOP}); --remove deletes it")
+            return
+        summary = ", ".join(f"{made[kind]} {name}" for kind, name in MADE.items())
+        self.stdout.write(
+            f"Created {demo.DEMO_DAYS} days of demo history ({demo.DEMO_SHOP}): {summary}"
         )
