@@ -436,6 +436,8 @@ def report(results: dict[str, dict[str, Any]]) -> None:
         else:
             a, b = inventory[key], noop[key]
         print(f"{label:<26}{a:>12.2f}{b:>12.2f}{a - b:>12.2f}")
+    if "pg_statements" not in inventory:
+        return
     for title, key in (
         ("PostgreSQL statements", "pg_statements"),
         ("Redis commands", "redis_commands"),
