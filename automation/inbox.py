@@ -220,10 +220,10 @@ def claim(delivery_id: int) -> Delivery | None:
 
 
 # Hand-written SQL. Needed for correctness: the conditional UPDATE (only from `received` or
-# `failed`) is the claim, and its row count decides which worker processes the delivery. Kept for
-# speed: RETURNING plus `rows.load()` instead of a second SELECT or `Delivery.objects.raw()`;
-# measured 1,058 → 920 µs CPU per inventory job (in-process, 5 alternating runs of 1,000 jobs,
-# docs/PERFORMANCE.md "Findings"); the claim is 13.5 % of a worker's busy time (worker profile).
+# `failed`) is the claim, and its row count decides which worker processes the delivery; the ORM's
+# update() cannot return the row. Kept for speed: RETURNING plus `rows.load()` instead of the same
+# statement through `Delivery.objects.raw()`: 0.95 M instead of 1.89 M instructions per claim,
+# client and PostgreSQL together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
 @functools.cache
 def _claim_sql() -> str:
     return (
@@ -325,8 +325,9 @@ def _finish(delivery: Delivery, outcome: Outcome) -> str:
 
 
 # Hand-written SQL, kept for speed only (`Delivery.objects.filter(pk=...).update(...)` would be
-# as correct): the ORM compiled this UPDATE anew per job; written out, −8 % time per inventory job
-# (in-process A/B, 12 alternating blocks, docs/PERFORMANCE.md "Findings").
+# as correct): the ORM compiles the UPDATE anew per job and binds client-side, so PostgreSQL
+# plans it anew too: 0.44 M instead of 1.14 M instructions per outcome, client and PostgreSQL
+# together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
 @functools.cache
 def _finish_sql() -> str:
     return (

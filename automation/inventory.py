@@ -53,8 +53,9 @@ def store_level(update: LevelUpdate) -> int | None:
 # Hand-written SQL. Needed for correctness: the conditional upsert (ON CONFLICT … DO UPDATE …
 # WHERE stored updated_at <= new) is the stale guard, decided atomically by the database; the ORM
 # has no conditional upsert. Kept for speed: RETURNING the item's total instead of a separate SUM
-# query; with the outcome recorded in the same transaction, 7 round trips per inventory job
-# instead of 9, worker ratio 0.48 → 0.54 (5 rounds each, docs/PERFORMANCE.md "Findings").
+# query (`total_available()`): one round trip instead of two, 0.55 M instead of 1.79 M
+# instructions per stored level, client and PostgreSQL together (bench/handwritten.py, callgrind;
+# docs/PERFORMANCE.md "Findings").
 @functools.cache
 def _store_level_sql() -> str:
     table = connection.ops.quote_name(StockLevel._meta.db_table)
@@ -227,8 +228,8 @@ class Watched(NamedTuple):
 def lock_watched(inventory_item_id: int) -> list[Watched]:
     """The item's enabled watched rows, locked (`FOR UPDATE`) until the transaction ends.
 
-    Once per inventory job: written out, because the ORM spent twice the round trip's time
-    compiling this one statement anew for every delivery.
+    Once per inventory job: written out, because the ORM compiles this one statement anew for
+    every delivery (measured next to `_lock_watched_sql`).
     """
     found = rows.execute(
         _lock_watched_sql(connection.features.has_select_for_update), [inventory_item_id]
@@ -236,8 +237,9 @@ def lock_watched(inventory_item_id: int) -> list[Watched]:
     return [Watched(*row) for row in found]
 
 
-# Hand-written SQL, kept for speed only (`select_for_update()` would be as correct): −14 % time
-# per inventory job (in-process A/B, 12 alternating blocks, docs/PERFORMANCE.md "Findings").
+# Hand-written SQL, kept for speed only (`select_for_update()…values_list()` would be as
+# correct): 0.47 M instead of 2.04 M instructions per lock, BEGIN and COMMIT included, client and
+# PostgreSQL together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
 @functools.cache
 def _lock_watched_sql(for_update: bool) -> str:
     quote = connection.ops.quote_name

@@ -86,7 +86,6 @@ class Delivery(models.Model):
         verbose_name=_("customer ref"),
         max_length=64,
         blank=True,
-        db_index=True,
         help_text=_("Pseudonym of the customer's e-mail, so a redaction request finds the body."),
     )
     # Shopify's customers/redact names the customer by id and may carry only a phone
@@ -96,14 +95,12 @@ class Delivery(models.Model):
         verbose_name=_("customer id ref"),
         max_length=64,
         blank=True,
-        db_index=True,
         help_text=_("Pseudonym of the Shopify customer id, so a redaction request finds the body."),
     )
     phone_ref = models.CharField(
         verbose_name=_("phone ref"),
         max_length=64,
         blank=True,
-        db_index=True,
         help_text=_(
             "Pseudonym of the customer's phone number, so a redaction request finds the body."
         ),
@@ -130,7 +127,24 @@ class Delivery(models.Model):
                 name="delivery_unique_stripe_event",
             ),
         ]
-        indexes = [models.Index(fields=["status", "received_at"], name="delivery_status_received")]
+        indexes = [
+            models.Index(fields=["status", "received_at"], name="delivery_status_received"),
+            # Partial: a redaction looks bodies up by a pseudonym, never by "", and most
+            # deliveries (stock levels, anonymous checkouts) carry none. Indexed in full, every
+            # claim and outcome UPDATE added an entry for "" to each such index, the costliest
+            # part of PostgreSQL's work per inventory job (docs/PERFORMANCE.md, "Findings").
+            models.Index(
+                fields=["customer_ref"], condition=~Q(customer_ref=""), name="delivery_customer_ref"
+            ),
+            models.Index(
+                fields=["customer_id_ref"],
+                condition=~Q(customer_id_ref=""),
+                name="delivery_customer_id_ref",
+            ),
+            models.Index(
+                fields=["phone_ref"], condition=~Q(phone_ref=""), name="delivery_phone_ref"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_source_display()} {self.topic} #{self.pk} ({self.get_status_display()})"

@@ -1,0 +1,511 @@
+"""Each hand-written hot-path statement against its ORM form: does it still pay?
+
+Why: issue 15 keeps a written-out statement only where correctness needs it or a measurement
+shows it pays. Timings move with the machine's load, instruction counts do not, so each case
+runs its hand-written form (`written`) and its ORM form (`orm`) in one process under valgrind's
+callgrind, counting between markers: the client's instructions (this process) and, with
+`--server-callgrind`, the PostgreSQL backend's (a server run under callgrind, as for
+bench/per_job.py). Without `--instructions` it times alternating blocks instead: this
+process's CPU time and, for a local server, the backend's (`/proc/<pid>/schedstat`).
+
+Cases (each operation as the job or the intake runs it):
+- `claim`: inbox.claim() (UPDATE … RETURNING, the row turned into a Delivery by rows.load)
+  against the same statement through `Delivery.objects.raw()`;
+- `finish`: inbox._finish() against `Delivery.objects.filter(pk=…).update(…)`;
+- `lock_watched`: inventory.lock_watched() against `select_for_update().values_list()`;
+- `store_level`: the stale guard's upsert RETURNING the item's total, against the same upsert
+  followed by `total_available()` (the ORM's SUM);
+- `insert_action`: rows.insert(AdGroupAction) against `AdGroupAction.objects.create()`;
+- `insert_delivery`: rows.insert(Delivery) as the intake calls it, against `objects.create()`;
+- `execute`: the outcome's UPDATE through rows.execute() (psycopg's cursor, prepared) against
+  Django's cursor (client-side binding, never prepared).
+
+Run from the project root: `python bench/handwritten.py [--instructions] [--iterations N]`.
+It uses bench/worker.py's database and Redis DB (or DATABASE_URL), and empties the tables.
+"""
+
+import argparse
+import functools
+import itertools
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+WARM_UP = 20  # iterations before counting: psycopg prepares a statement on its 5th run
+VARIANTS = ("written", "orm")
+ITEM_ID = 808950810
+NOTE = "total available 3"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One statement: a setup making `n` rows to work on, and one operation per variant."""
+
+    name: str
+    setup: Callable[[int], Any]
+    written: Callable[[Any, int], Any]
+    orm: Callable[[Any, int], Any]
+
+
+# --- the cases ---------------------------------------------------------------------------------
+
+
+def _deliveries(n: int, status: str) -> list[Any]:
+    from automation.models import Delivery
+    from bench.worker import level_bodies
+
+    now = datetime.now(UTC)
+    rows = [
+        Delivery(
+            source="shopify",
+            shop_domain="elbkerzen.myshopify.com",
+            topic="inventory_levels/update",
+            webhook_id=str(uuid.uuid4()),
+            triggered_at=now,
+            api_version="2025-10",
+            body=body,
+            status=status,
+        )
+        for body in level_bodies(n, 3, seed=7)
+    ]
+    return list(Delivery.objects.bulk_create(rows))
+
+
+def _claim_written(rows: list[Any], i: int) -> Any:
+    from automation import inbox
+
+    return inbox.claim(rows[i].pk)
+
+
+def _claim_orm(rows: list[Any], i: int) -> Any:
+    from django.db import connection
+    from django.utils import timezone
+
+    from automation import inbox
+    from automation.models import Delivery
+
+    Status = Delivery.Status
+    params = [
+        Status.PROCESSING,
+        connection.ops.adapt_datetimefield_value(timezone.now()),
+        rows[i].pk,
+        Status.RECEIVED,
+        Status.FAILED,
+    ]
+    return next(iter(Delivery.objects.raw(inbox._claim_sql(), params)), None)
+
+
+def _finish_written(rows: list[Any], i: int) -> Any:
+    from automation import inbox
+    from automation.handling import Outcome
+
+    return inbox._finish(rows[i], Outcome("done", NOTE))
+
+
+def _finish_orm(rows: list[Any], i: int) -> Any:
+    from django.utils import timezone
+
+    from automation import inbox
+    from automation.models import Delivery
+
+    return Delivery.objects.filter(pk=rows[i].pk).update(
+        status="done", last_error=inbox.storable(NOTE), processed_at=timezone.now()
+    )
+
+
+def _watched(n: int) -> None:
+    from automation.models import WatchedItem
+    from bench.worker import AD_GROUP_ID, CUSTOMER_ID
+
+    WatchedItem.objects.update_or_create(
+        inventory_item_id=ITEM_ID,
+        ad_group_id=AD_GROUP_ID,
+        defaults={"customer_id": CUSTOMER_ID, "label": "Winterzauber", "pause_at": 0},
+    )
+
+
+def _lock_written(state: None, i: int) -> Any:
+    from django.db import transaction
+
+    from automation import inventory
+
+    with transaction.atomic():
+        return inventory.lock_watched(ITEM_ID)
+
+
+def _lock_orm(state: None, i: int) -> Any:
+    from django.db import transaction
+
+    from automation import inventory
+    from automation.models import WatchedItem
+
+    with transaction.atomic():
+        found = (
+            WatchedItem.objects.select_for_update()
+            .filter(inventory_item_id=ITEM_ID, enabled=True)
+            .order_by("id")
+            .values_list(*inventory.Watched._fields)
+        )
+        return [inventory.Watched(*row) for row in found]
+
+
+def _levels(n: int) -> Callable[[int], Any]:
+    from automation.sources.shopify_inventory import LevelUpdate
+
+    start = datetime(2026, 11, 26, 16, 10, tzinfo=UTC)
+    counter = itertools.count()
+
+    def update(i: int) -> Any:  # every call newer than the last: each passes the guard
+        return LevelUpdate(
+            ITEM_ID, 24826418 + i % 3, i % 7, start + timedelta(seconds=next(counter))
+        )
+
+    return update
+
+
+def _store_written(update: Callable[[int], Any], i: int) -> Any:
+    from django.db import transaction
+
+    from automation import inventory
+
+    with transaction.atomic():
+        return inventory.store_level(update(i))
+
+
+def _store_orm(update: Callable[[int], Any], i: int) -> Any:
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from automation import inventory, rows
+
+    level = update(i)
+    adapt = connection.ops.adapt_datetimefield_value
+    with transaction.atomic():
+        written = rows.execute(
+            _upsert_without_total(),
+            [
+                level.inventory_item_id,
+                level.location_id,
+                level.available,
+                adapt(level.updated_at),
+                adapt(timezone.now()),
+            ],
+        )
+        return inventory.total_available(level.inventory_item_id) if written else None
+
+
+def _upsert_without_total() -> str:
+    """The stale guard's upsert (needed for correctness) returning only whether it wrote."""
+    from automation import inventory
+
+    sql = inventory._store_level_sql()
+    return sql[: sql.index("RETURNING")] + "RETURNING 1"
+
+
+def _action_fields(delivery: Any) -> dict[str, Any]:
+    from django.utils import timezone
+
+    return {
+        "customer_id": "1234567890",
+        "ad_group_id": "555",
+        "desired_status": "PAUSED",
+        "reason": "Winterzauber: 0 available ≤ 0",
+        "source": "webhook",
+        "delivery": delivery,
+        "requested_at": timezone.now(),
+        "result": "dry_run",
+        "applied_at": timezone.now(),
+    }
+
+
+def _insert_action_written(rows: list[Any], i: int) -> Any:
+    from automation import rows as hot_rows
+    from automation.models import AdGroupAction
+
+    return hot_rows.insert(AdGroupAction, **_action_fields(rows[i]))
+
+
+def _insert_action_orm(rows: list[Any], i: int) -> Any:
+    from automation.models import AdGroupAction
+
+    return AdGroupAction.objects.create(**_action_fields(rows[i])).pk
+
+
+def _delivery_values(i: int) -> dict[str, Any]:
+    from django.utils import timezone
+
+    return {
+        "source": "shopify",
+        "shop_domain": "elbkerzen.myshopify.com",
+        "topic": "inventory_levels/update",
+        "webhook_id": str(uuid.uuid4()),
+        "event_id": str(uuid.uuid4()),
+        "triggered_at": timezone.now(),
+        "api_version": "2025-10",
+        "body": b'{"inventory_item_id":808950810,"location_id":24826418,"available":3}',
+        "status": "received",
+        "last_error": "",
+        "processed_at": None,
+    }
+
+
+def _insert_delivery_written(state: None, i: int) -> Any:
+    from automation import rows
+    from automation.models import Delivery
+
+    return rows.insert(Delivery, **_delivery_values(i))
+
+
+def _insert_delivery_orm(state: None, i: int) -> Any:
+    from automation.models import Delivery
+
+    return Delivery.objects.create(**_delivery_values(i)).pk
+
+
+def _execute_params(rows: list[Any], i: int) -> list[Any]:
+    from django.db import connection
+    from django.utils import timezone
+
+    adapt = connection.ops.adapt_datetimefield_value
+    return ["done", NOTE, adapt(timezone.now()), rows[i].pk]
+
+
+def _execute_written(rows: list[Any], i: int) -> Any:
+    from automation import inbox
+    from automation import rows as hot_rows
+
+    return hot_rows.execute(inbox._finish_sql(), _execute_params(rows, i))
+
+
+def _execute_orm(rows: list[Any], i: int) -> Any:
+    from django.db import connection
+
+    from automation import inbox
+
+    with connection.cursor() as cursor:
+        cursor.execute(inbox._finish_sql(), _execute_params(rows, i))
+
+
+CASES = [
+    Case("claim", lambda n: _deliveries(n, "received"), _claim_written, _claim_orm),
+    Case("finish", lambda n: _deliveries(n, "processing"), _finish_written, _finish_orm),
+    Case("lock_watched", _watched, _lock_written, _lock_orm),
+    Case("store_level", _levels, _store_written, _store_orm),
+    Case(
+        "insert_action",
+        lambda n: _deliveries(n, "done"),
+        _insert_action_written,
+        _insert_action_orm,
+    ),
+    Case("insert_delivery", lambda n: None, _insert_delivery_written, _insert_delivery_orm),
+    Case("execute", lambda n: _deliveries(n, "processing"), _execute_written, _execute_orm),
+]
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+def setup() -> None:
+    """bench/worker.py's environment and database, Django set up, the tables emptied."""
+    sys.path.insert(0, str(ROOT))
+    os.chdir(ROOT)
+    from bench import worker
+
+    for key, value in worker.ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    import django
+
+    django.setup()
+    worker.quiet_console_logs()
+
+
+def reset() -> None:
+    from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
+
+    for model in (AdGroupAction, StockLevel, Delivery, WatchedItem):
+        model.objects.all().delete()
+
+
+def run_block(case: Case, variant: str, state: Any, start: int, count: int) -> None:
+    operation = getattr(case, variant)
+    for i in range(start, start + count):
+        operation(state, i)
+
+
+def counted(run: Callable[[], None]) -> None:
+    """Between bench/per_job.py's client and server callgrind markers."""
+    from bench.per_job import counted_block
+
+    counted_block(run)
+
+
+def child(names: list[str], iterations: int) -> None:
+    """Under valgrind: per case and variant, a warm-up and a counted block; then an empty one.
+
+    Dumps come in the order of `plan()`; prints the backend's pid last.
+    """
+    from django.db import connection
+
+    setup()
+    for name, variant in plan(names):
+        if name == "(empty)":
+            counted(lambda: None)
+            continue
+        case = next(c for c in CASES if c.name == name)
+        reset()
+        state = case.setup(WARM_UP + iterations)
+        run_block(case, variant, state, 0, WARM_UP)
+        counted(functools.partial(run_block, case, variant, state, WARM_UP, iterations))
+    print(f"backend_pid={connection.connection.info.backend_pid}", flush=True)
+
+
+def plan(names: list[str]) -> list[tuple[str, str]]:
+    return [(name, variant) for name in names for variant in VARIANTS] + [("(empty)", "")]
+
+
+def instructions(names: list[str], iterations: int, server_dir: Path | None) -> dict:
+    """{(case, variant): {"client": per op, "server": per op}} from one valgrind run."""
+    from bench.per_job import CLIENT_MARKERS, _callgrind_total
+
+    steps = plan(names)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                f"--zero-before={CLIENT_MARKERS[0]}",
+                f"--dump-before={CLIENT_MARKERS[1]}",
+                sys.executable,
+                str(HERE),
+                "--child",
+                ",".join(names),
+                "--iterations",
+                str(iterations),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        client = [_callgrind_total(Path(f"{out}.{n}")) for n in range(1, len(steps) + 1)]
+    server = None
+    if server_dir is not None:
+        pid = re.findall(r"^backend_pid=(\d+)$", done.stdout, re.M)[-1]
+        server = [
+            _callgrind_total(server_dir / f"callgrind.out.{pid}.{n}")
+            for n in range(1, len(steps) + 1)
+        ]
+    results = {}
+    for index, step in enumerate(steps[:-1]):
+        figures = {"client": (client[index] - client[-1]) / iterations}
+        if server:
+            figures["server"] = (server[index] - server[-1]) / iterations
+        results[step] = figures
+    return results
+
+
+def backend_cpu_ns() -> int | None:
+    """The backend's CPU time so far, when PostgreSQL runs on this machine."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    path = Path(f"/proc/{connection.connection.info.backend_pid}/schedstat")
+    return int(path.read_text().split()[0]) if path.exists() else None
+
+
+def timings(names: list[str], iterations: int, blocks: int) -> dict:
+    """{(case, variant): {"client": µs per op, "server": µs per op}}: medians of alternating
+    blocks (written, orm, orm, written, …), each on fresh rows after a warm-up."""
+    setup()
+    results = {}
+    for name in names:
+        case = next(c for c in CASES if c.name == name)
+        samples: dict[str, list[tuple[float, float | None]]] = {v: [] for v in VARIANTS}
+        for block in range(blocks):
+            order = VARIANTS if block % 2 == 0 else VARIANTS[::-1]
+            for variant in order:
+                reset()
+                state = case.setup(WARM_UP + iterations)
+                run_block(case, variant, state, 0, WARM_UP)
+                server_before, before = backend_cpu_ns(), time.process_time()
+                run_block(case, variant, state, WARM_UP, iterations)
+                client = (time.process_time() - before) / iterations * 1e6
+                server_after = backend_cpu_ns()
+                server = (
+                    (server_after - server_before) / iterations / 1e3
+                    if server_before is not None
+                    else None
+                )
+                samples[variant].append((client, server))
+        for variant in VARIANTS:
+            client = statistics.median(c for c, _ in samples[variant])
+            servers = [s for _, s in samples[variant] if s is not None]
+            results[(name, variant)] = {
+                "client": client,
+                "server": statistics.median(servers) if servers else None,
+            }
+    return results
+
+
+def report(results: dict, unit: str) -> None:
+    print(f"{'case':<17}{'side':<8}{'written':>12}{'orm':>12}{'orm ÷ written':>15}")
+    names = list(dict.fromkeys(name for name, _ in results))
+    for name in names:
+        for side in ("client", "server", "total"):
+            values = []
+            for variant in VARIANTS:
+                figures = results[(name, variant)]
+                if side == "total":
+                    parts = [figures.get("client"), figures.get("server")]
+                    values.append(None if None in parts else sum(parts))
+                else:
+                    values.append(figures.get(side))
+            if None in values:
+                continue
+            written, orm = values
+            print(f"{name:<17}{side:<8}{written:>12,.0f}{orm:>12,.0f}{orm / written:>15.2f}")
+    print(f"({unit} per operation)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(c.name for c in CASES))
+    parser.add_argument("--iterations", type=int, default=200, help="operations per block")
+    parser.add_argument("--blocks", type=int, default=6, help="timed blocks per variant")
+    parser.add_argument("--instructions", action="store_true", help="callgrind counts")
+    parser.add_argument("--server-callgrind", type=Path, help="see bench/per_job.py")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.child:
+        child(args.child.split(","), args.iterations)
+        return
+    names = args.cases.split(",")
+    unknown = set(names) - {c.name for c in CASES}
+    if unknown:
+        sys.exit(f"unknown cases: {', '.join(sorted(unknown))}")
+    if args.instructions:
+        sys.path.insert(0, str(ROOT))
+        report(instructions(names, args.iterations, args.server_callgrind), "instructions")
+    else:
+        report(timings(names, args.iterations, args.blocks), "µs CPU")
+
+
+if __name__ == "__main__":
+    main()
