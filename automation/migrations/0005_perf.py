@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("automation", "0001_initial"),
+        ("automation", "0004_ads"),
     ]
 
     operations = [
