@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 from rq import Queue, get_current_job
 
 from . import alerts, metrics, rows
@@ -270,11 +271,19 @@ def _brake_engaged(customer_id: str, ad_group_id: str, now: datetime) -> BrakeEp
     sent = others
     episode = BrakeEpisode.objects.create(
         started_at=now,
-        reason=(
-            f"{sent} ad groups paused within {config.window_minutes} minutes; the limit is "
-            f"{allowed} ({config.max_share_percent} % of {watched} watched ad groups, at most "
-            f"{config.max_count})"
-        ),
+        # Written in the active language (the shop's, in the worker: LANGUAGE_CODE).
+        reason=gettext(
+            "%(sent)s ad groups paused within %(minutes)s minutes; the limit is %(allowed)s "
+            "(%(share)s %% of %(watched)s watched ad groups, at most %(count)s)"
+        )
+        % {
+            "sent": sent,
+            "minutes": config.window_minutes,
+            "allowed": allowed,
+            "share": config.max_share_percent,
+            "watched": watched,
+            "count": config.max_count,
+        },
     )
     episode_id = episode.pk
     transaction.on_commit(lambda: alerts.brake_engaged(episode_id))
@@ -286,7 +295,7 @@ def _hold(fields: dict, episode: BrakeEpisode) -> None:
     reason = fields["reason"]
     rows.insert(
         AdGroupAction,
-        **{**fields, "reason": f"{reason} (held: safety brake)"[:500]},
+        **{**fields, "reason": gettext("%(reason)s (held: safety brake)") % {"reason": reason}},
         result=Result.HELD,
     )
     updated = HeldChange.objects.filter(

@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from . import ads, inventory
 from .exceptions import PermanentAdsError, TransientAdsError
@@ -77,10 +78,17 @@ def _apply_one(change: HeldChange, user: AbstractBaseUser | None) -> str | None:
                 customer_id=change.customer_id,
                 ad_group_id=change.ad_group_id,
                 status=status,
-                reason=(
-                    f"held change applied by {who}: {row.label}: {total} available "
-                    f"{comparison} {row.pause_at}"
-                ),
+                reason=gettext(
+                    "held change applied by %(who)s: %(label)s: %(total)s available "
+                    "%(comparison)s %(pause_at)s"
+                )
+                % {
+                    "who": who,
+                    "label": row.label,
+                    "total": total,
+                    "comparison": comparison,
+                    "pause_at": row.pause_at,
+                },
                 source=locked.source,
                 brake=False,
             )
@@ -102,7 +110,7 @@ def discard(changes: QuerySet[HeldChange], user: AbstractBaseUser | None) -> Dec
         resolution=Resolution.DISCARDED,
         resolved_at=timezone.now(),
         resolved_by=user if user is not None and user.is_authenticated else None,
-        outcome=f"discarded by {_name(user)}: nothing sent",
+        outcome=gettext("discarded by %(who)s: nothing sent") % {"who": _name(user)},
     )
     end_finished_episodes()
     return Decided(decided=count)

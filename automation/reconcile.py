@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from . import ads, alerts, claims, decisions, inventory, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError
@@ -309,11 +310,15 @@ def _repair_one(run: ReconcileRun, row: WatchedItem, real: str, read_at: datetim
             ad_group_id=row.ad_group_id,
             status=desired,
             reason=(
-                f"{'drift: ' if drifted else ''}Google Ads had {real}; {row.label}: "
+                (gettext("drift: ") if drifted else "")
+                + gettext("Google Ads had %(real)s; %(label)s: ")
+                % {"real": real, "label": row.label}
                 + (
-                    f"manual state holds ({row.manual_status.lower()})"
+                    gettext("manual state holds (%(state)s)")
+                    % {"state": AdGroupAction.Status(row.manual_status).label}
                     if row.manual_status
-                    else f"{total} available {comparison} {row.pause_at}"
+                    else gettext("%(total)s available %(comparison)s %(pause_at)s")
+                    % {"total": total, "comparison": comparison, "pause_at": row.pause_at}
                 )
             ),
             source=AdGroupAction.Source.RECONCILE,

@@ -14,8 +14,10 @@ from automation.dashboard import data, demo
 from automation.dashboard.demo_history import create_demo
 from automation.models import (
     AdGroupAction,
+    BrakeSettings,
     CheckoutState,
     Claim,
+    DashboardSettings,
     Delivery,
     ReminderDecision,
     ReminderSettings,
@@ -37,8 +39,10 @@ def _all_rows() -> dict[str, set[int]]:
 
 @pytest.fixture
 def shop_rows():
-    """A real shop's rows of every kind the demo makes."""
+    """A real shop's rows of every kind the demo makes, and its settings (kept by a removal)."""
     now = timezone.now()
+    BrakeSettings.load()
+    DashboardSettings.load()
     delivery = Delivery.objects.create(
         source="shopify",
         shop_domain="elbkerzen.myshopify.com",

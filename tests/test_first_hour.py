@@ -1,19 +1,27 @@
 """The merchant's first hour in the browser: log in, open the set-up page, test the shop's
-connection, add a watched item by picking the product and the ad group by name, save.
+connection, add a watched item by picking the product and the ad group by name, save; stock
+arrives by webhook, a lower threshold pauses the ad group at once (the status column says so),
+a manual pause holds with its reason, and the dashboard opens.
 
 Chromium (Debian's /usr/bin/chromium) through Playwright, as tests/test_browser.py; the shop and
 the Ads account are the local stand-ins. Screenshots go to test-results/. Skipped where Chromium
 is not installed.
 """
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 from django.db import connections
+from django.test import Client
+from django.utils import formats, timezone, translation
 
-from automation.models import WatchedItem
+from automation.admin import STATUS_SINCE_FORMAT
+from automation.models import AdGroupAction, WatchedItem
 from tests.shopify_standin import SHOP_NAME, TOKEN, ShopifyStandIn
+from tests.signing import shopify_headers
+from tests.test_browser_watched import german, status_cell
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
@@ -80,7 +88,7 @@ def shot(page, name: str) -> None:
     assert path.stat().st_size > 10_000
 
 
-def test_the_first_hour(browser, live_server, django_user_model, shop, account, queue):
+def test_the_first_hour(browser, live_server, django_user_model, shop, account, queue, run_worker):
     django_user_model.objects.create_superuser(
         "inhaberin", "inhaberin@elbkerzen.example", "kerzen-2026!"
     )
@@ -125,3 +133,64 @@ def test_the_first_hour(browser, live_server, django_user_model, shop, account, 
         "555",
         CUSTOMER,
     )
+
+    # Stock arrives from Shopify: 3 candles (a signed inventory_levels/update, run by a worker).
+    body = json.dumps(
+        {
+            "inventory_item_id": 808950810,
+            "location_id": 24826418,
+            "available": 3,
+            "updated_at": "2026-12-01T07:46:00+01:00",
+        }
+    ).encode()
+    answer = Client().post(
+        "/webhooks/shopify/",
+        data=body,
+        content_type="application/json",
+        **shopify_headers(body, "inventory_levels/update", secret="shpss_first_hour"),
+    )
+    assert answer.status_code == 200
+    run_worker()
+    page.goto(f"{live_server.url}/admin/automation/watcheditem/")
+    assert german("running – stock %(stock)s", stock=3) in status_cell(page, "Winterzauber")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shot(page, "5-running")
+
+    # Raise "Pausieren bei" to 5 in the list and save: the ad group pauses at once.
+    page.fill("#result_list tbody tr input[name$='-pause_at']", "5")
+    page.click("input[name='_save']")
+    page.wait_for_selector(".messagelist")
+    message = german(
+        "Ad group paused: stock %(stock)s ≤ %(pause_at)s (%(label)s)",
+        stock=3,
+        pause_at=5,
+        label="Winterzauber",
+    )
+    assert message in page.locator(".messagelist").inner_text()
+    action = AdGroupAction.objects.order_by("-pk").first()
+    assert (action.source, action.desired_status) == ("admin", "PAUSED")
+    with translation.override("de"):
+        since = formats.date_format(timezone.localtime(action.requested_at), STATUS_SINCE_FORMAT)
+    paused = german(
+        "paused since %(since)s – stock %(stock)s ≤ %(pause_at)s", since=since, stock=3, pause_at=5
+    )
+    assert paused in status_cell(page, "Winterzauber")
+    shot(page, "6-paused")
+
+    # Pause by hand with a reason: it holds, and the list says so.
+    page.check("#result_list tbody input.action-select")
+    page.select_option("select[name='action']", "pause_manually")
+    page.click("button[name='index']")
+    page.fill("#id_reason", "Fotoshooting am Freitag")
+    page.click("input[name='_manual']")
+    page.wait_for_selector("#result_list")
+    cell = page.locator("#result_list tbody tr", has_text="Winterzauber").locator("td.field-status")
+    assert german("manually paused") in cell.inner_text()
+    assert "Fotoshooting am Freitag" in cell.locator("span[title]").get_attribute("title")
+    shot(page, "7-manual")
+
+    # Open the dashboard ("Website anzeigen").
+    page.click("#user-tools a[href='/admin/dashboard/']")
+    page.wait_for_selector("h1")
+    assert "/admin/dashboard/" in page.url
+    shot(page, "8-dashboard")

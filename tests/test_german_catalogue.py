@@ -34,10 +34,14 @@ from django.utils import timezone
 
 from automation.models import (
     AdGroupAction,
+    BrakeEpisode,
+    BrakeSettings,
     CheckoutState,
     Claim,
+    DashboardSettings,
     DataRequest,
     Delivery,
+    HeldChange,
     MarginRule,
     Promotion,
     PromotionAdGroup,
@@ -302,6 +306,14 @@ def shop_history(db) -> None:
     Claim.objects.create(key="reminder:demo", created_at=now, expires_at=now + timedelta(days=7))
     SuppressedAddress.objects.create(email="weg@example.com")
     DataRequest.objects.create(shop_domain="elbkerzen.myshopify.com", orders_requested=[])
+    DashboardSettings.load()
+    BrakeSettings.load()
+    episode = BrakeEpisode.objects.create(started_at=now, reason="–")
+    HeldChange.objects.create(
+        episode=episode, customer_id=item.customer_id, ad_group_id=item.ad_group_id,
+        desired_status=AdGroupAction.Status.PAUSED, reason="Winterzauber: 0 ≤ 0",
+        source=AdGroupAction.Source.WEBHOOK, held_at=now,
+    )  # fmt: skip
 
 
 def admin_pages(user: User) -> list[str]:
@@ -355,6 +367,6 @@ def test_the_check_finds_an_english_string():
     """The page check itself: an English column header and sentence are found, German is not."""
     entries = read_catalogue(CATALOGUE)
     phrases = english_phrases(entries)
-    page = "<th>last action</th><p>No discount code configured: reminders are sent</p>"
+    page = "<th>what it caused</th><p>No discount code configured: reminders are sent</p>"
     assert len(leaks(page, phrases)) == 2
-    assert not leaks("<th>letzte Aktion</th><body class='body'>", phrases)
+    assert not leaks("<th>Ausgelöst</th><body class='body'>", phrases)

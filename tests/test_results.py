@@ -15,6 +15,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from automation import checkouts
+from automation.dashboard import data
 from automation.decisions import (
     DEFAULT_ATTRIBUTION_WINDOW_DAYS,
     DEFAULT_HOLDOUT_SHARE,
@@ -384,7 +385,7 @@ def test_the_dashboard_shows_rates_intervals_uplift_and_which_probabilities_deci
     # uplift: 32 − 400·0.04 + 55 − 500·0.04 = 16 + 35 = 51 orders
     assert "+51 orders (90 %:" in html
     # 32 + 55 orders after a mail at 40 € each, counted naively beside the uplift
-    assert "orders after a reminder (3480.00 €)" in html
+    assert f"orders after a reminder ({data.format_euros(Decimal('3480'))})" in html
     assert "Decisions use the configured probabilities, as chosen in the reminder settings." in (
         html
     )
@@ -402,7 +403,6 @@ def test_the_dashboard_says_why_measured_rates_are_not_used_yet(client, django_u
 
 
 def test_ad_spend_avoided_uses_the_merchant_s_manual_check_time(db):
-    from automation.dashboard import data
 
     assert DashboardSettings.load().manual_check_hours == DEFAULT_MANUAL_CHECK_HOURS
     # the seed's 43 h at 40 clicks × 0.60 € = 43.00 € per sell-out expected

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 from .. import checkouts
 from ..models import (
     AdGroupAction,
+    AdGroupState,
     CheckoutState,
     Claim,
     Delivery,
@@ -124,6 +125,10 @@ def remove_demo() -> Counter[str]:
         ).delete()[0]
         removed[_plural(AdGroupAction)] += AdGroupAction.objects.filter(
             delivery__shop_domain=DEMO_SHOP
+        ).delete()[0]
+        # The status each demo ad group last "confirmed" (dry run, issue 17).
+        removed[_plural(AdGroupState)] = AdGroupState.objects.filter(
+            customer_id=DEMO_CUSTOMER_ID, ad_group_id__in=DEMO_AD_GROUP_IDS
         ).delete()[0]
         removed[_plural(ReminderDecision)] = ReminderDecision.objects.filter(
             checkout__shop_domain=DEMO_SHOP
