@@ -26,6 +26,11 @@ TABLES = (
     "automation_adgroupaction",
     "automation_stocklevel",
     "automation_delivery",
+    # Issue 17: the confirmed status per ad group and the safety brake's state, so every run
+    # starts from "unknown" (the first status is sent) with no brake episode open.
+    "automation_adgroupstate",
+    "automation_heldchange",
+    "automation_brakeepisode",
 )
 
 
