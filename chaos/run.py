@@ -16,9 +16,11 @@ def run(params: Params) -> int:
     """Run the day; print the table; 0 when everything matches the truth, 1 otherwise."""
     wall = time.monotonic()
     scenario = generate(params)
-    truth = derive(scenario)
     phases: dict[str, float] = {}
     with Harness(params, scenario) as harness:
+        # After the harness has set Django up: the decision's reason is written in the shop's
+        # language (Django's translation and number formats), the arm is pure.
+        truth = derive(scenario)
         phases["setup"] = time.monotonic() - wall
         t0 = time.time() + 1.0
         harness.create_promotion(t0)
