@@ -9,11 +9,8 @@ is not installed.
 """
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
-from django.db import connections
 from django.test import Client
 from django.utils import formats, timezone, translation
 
@@ -21,38 +18,11 @@ from automation.admin import STATUS_SINCE_FORMAT
 from automation.models import AdGroupAction, WatchedItem
 from tests.shopify_standin import SHOP_NAME, TOKEN, ShopifyStandIn
 from tests.signing import shopify_headers
+from tests.test_browser import SCREENSHOTS, browser, pytestmark  # noqa: F401 (fixture, marks)
 from tests.test_browser_watched import german, status_cell
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed"),
-]
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
+# The browser, its marks and the screenshot folder are tests/test_browser.py's.
 CUSTOMER = "1234567890"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    # The live server's ORM calls run under Playwright's event loop (see tests/test_browser.py).
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
-        connections.close_all()
 
 
 @pytest.fixture
@@ -88,7 +58,15 @@ def shot(page, name: str) -> None:
     assert path.stat().st_size > 10_000
 
 
-def test_the_first_hour(browser, live_server, django_user_model, shop, account, queue, run_worker):
+def test_the_first_hour(
+    browser,  # noqa: F811 (the fixture imported above)
+    live_server,
+    django_user_model,
+    shop,
+    account,
+    queue,
+    run_worker,
+):
     django_user_model.objects.create_superuser(
         "inhaberin", "inhaberin@elbkerzen.example", "kerzen-2026!"
     )
