@@ -78,7 +78,11 @@ def test_the_worst_case_ends_inside_the_job_timeout_and_rq_retries_the_rest(
         small_budget.DELIVERY_JOB_TIMEOUT - small_budget.ADS_JOB_MARGIN
     )
     assert google_ads.requests
-    assert all(call.at < deadline for call in google_ads.requests)  # none after the deadline
+    # None started after the deadline. The stand-in stamps a call when it arrives, not when the
+    # client started it: under load (CI on 2 cores) gRPC delivers a call started just before
+    # the deadline some ten milliseconds later, so arrival gets the same 0.5 s slack as `ran`.
+    # That no call starts after it is checked exactly in test_no_call_starts_after_the_deadline.
+    assert all(call.at < deadline + 0.5 for call in google_ads.requests)
     if behaviour == "slow":  # the first call took all the time: the others were not tried
         called = {c.request.operations[0].update.resource_name for c in google_ads.requests}
         assert called == {"customers/1234567890/adGroups/555"}
