@@ -68,6 +68,21 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class SingletonSettingsAdmin(admin.ModelAdmin):
+    """A settings model with one row (`SingletonSettings`): the list view goes straight to it,
+    and it can be neither added twice nor deleted."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not self.model.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        meta = self.model._meta
+        return redirect(f"admin:{meta.app_label}_{meta.model_name}_change", self.model.load().pk)
+
+
 def checkout_token(delivery: Delivery) -> str:
     """The checkout a delivery's body is about (its decision's key), or "" for other topics."""
     if delivery.body is None:
@@ -511,7 +526,7 @@ class StockLevelAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ReminderSettings)
-class ReminderSettingsAdmin(admin.ModelAdmin):
+class ReminderSettingsAdmin(SingletonSettingsAdmin):
     """One row; the list view goes straight to it and warns when discounts cannot be sent."""
 
     fieldsets = (
@@ -540,16 +555,6 @@ class ReminderSettingsAdmin(admin.ModelAdmin):
         ),
     )
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return not ReminderSettings.objects.exists()
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def changelist_view(self, request: HttpRequest, extra_context=None):
-        config = ReminderSettings.load()
-        return redirect("admin:automation_remindersettings_change", config.pk)
-
     def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
         config = ReminderSettings.load()
         if not config.discount_code.strip():
@@ -565,20 +570,10 @@ class ReminderSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(DashboardSettings)
-class DashboardSettingsAdmin(admin.ModelAdmin):
+class DashboardSettingsAdmin(SingletonSettingsAdmin):
     """One row, like the reminder settings: the list view goes straight to it."""
 
     fields = ("manual_check_hours",)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return not DashboardSettings.objects.exists()
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def changelist_view(self, request: HttpRequest, extra_context=None):
-        config = DashboardSettings.load()
-        return redirect("admin:automation_dashboardsettings_change", config.pk)
 
 
 @admin.register(MarginRule)
@@ -749,20 +744,10 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
 
 
 @admin.register(BrakeSettings)
-class BrakeSettingsAdmin(admin.ModelAdmin):
+class BrakeSettingsAdmin(SingletonSettingsAdmin):
     """One row ("Notbremse"); the list view goes straight to it."""
 
     fields = ("enabled", "window_minutes", "max_share_percent", "max_count")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return not BrakeSettings.objects.exists()
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def changelist_view(self, request: HttpRequest, extra_context=None):
-        config = BrakeSettings.load()
-        return redirect("admin:automation_brakesettings_change", config.pk)
 
 
 @admin.register(HeldChange)
@@ -784,9 +769,6 @@ class HeldChangeAdmin(ReadOnlyAdmin):
     search_fields = ("ad_group_id", "reason")
     list_select_related = ("resolved_by",)
     actions = ["apply_selected", "discard_selected"]
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
     def get_urls(self):
         own = [

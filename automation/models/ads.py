@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from .singleton import SingletonSettings
+
 DEFAULT_BRAKE_WINDOW_MINUTES = 10
 """The brake counts the pauses sent within this many minutes."""
 DEFAULT_BRAKE_MAX_SHARE_PERCENT = 30
@@ -99,7 +101,7 @@ class AdGroupState(models.Model):
         return f"{self.ad_group_id}: {self.confirmed_status} ({self.backend})"
 
 
-class BrakeSettings(models.Model):
+class BrakeSettings(SingletonSettings):
     """The safety brake's limits ("Notbremse"): one row, edited in the admin."""
 
     enabled = models.BooleanField(
@@ -138,12 +140,6 @@ class BrakeSettings(models.Model):
 
     def __str__(self) -> str:
         return str(_("safety brake"))
-
-    @classmethod
-    def load(cls) -> "BrakeSettings":
-        """The single settings row, created with the defaults on first use."""
-        found, _ = cls.objects.get_or_create(pk=1)
-        return found
 
     def allowed_pauses(self, watched: int) -> int:
         """How many ad groups may pause within the window before the brake engages."""

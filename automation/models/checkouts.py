@@ -21,6 +21,7 @@ from ..decisions import (
     DEFAULT_P_PLAIN,
     DISCOUNT_COOLDOWN_DAYS,
 )
+from .singleton import SingletonSettings
 
 _fraction = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
 
@@ -92,7 +93,7 @@ class CheckoutState(models.Model):
         }
 
 
-class ReminderSettings(models.Model):
+class ReminderSettings(SingletonSettings):
     """The one row of reminder settings the merchant tunes in the admin."""
 
     reminder_delay_minutes = models.PositiveIntegerField(
@@ -219,12 +220,6 @@ class ReminderSettings(models.Model):
 
     def __str__(self) -> str:
         return gettext("Reminder settings")
-
-    @classmethod
-    def load(cls) -> "ReminderSettings":
-        """The single settings row, created with the defaults on first use."""
-        settings, _ = cls.objects.get_or_create(pk=1)
-        return settings
 
 
 class MarginRule(models.Model):

@@ -4,11 +4,13 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from .singleton import SingletonSettings
+
 DEFAULT_MANUAL_CHECK_HOURS = 43
 """The seed's shop owner noticed a sell-out after 43 hours on average, checking by hand."""
 
 
-class DashboardSettings(models.Model):
+class DashboardSettings(SingletonSettings):
     """The one row of dashboard settings: how the shop worked before the automation."""
 
     manual_check_hours = models.PositiveIntegerField(
@@ -27,9 +29,3 @@ class DashboardSettings(models.Model):
 
     def __str__(self) -> str:
         return "Dashboard settings"
-
-    @classmethod
-    def load(cls) -> "DashboardSettings":
-        """The single settings row, created with the defaults on first use."""
-        settings, _ = cls.objects.get_or_create(pk=1)
-        return settings
