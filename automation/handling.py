@@ -6,7 +6,7 @@ follow-ups (work to schedule) the inbox hands to `automation.scheduling` once th
 has committed. Handlers import this module, not the inbox, so dependencies point one way.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -50,6 +50,45 @@ class Outcome:
 # for its id, shop and logging.
 Handler = Callable[[Event | None, Delivery], Outcome]
 HANDLERS: dict[tuple[str, str], Handler] = {}
+
+
+# A batch handler takes deliveries of one topic that share a key (the same inventory item), in
+# the order they were received, and returns one Outcome for each, in the same order.
+BatchHandler = Callable[[Sequence[tuple[Event, Delivery]]], list[Outcome]]
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How a topic's backlog is worked off in one job: its handler and the key it groups by.
+
+    For topics whose deliveries supersede each other (a stock level): when a burst has queued
+    up, the job that claims one delivery claims the others waiting (`inbox.claim_backlog`),
+    and each group of one key runs in one transaction with its outcomes; the jobs of the
+    others then find them taken, which costs one statement instead of a whole job's work.
+    """
+
+    handler: BatchHandler
+    key: Callable[[Event], Hashable]
+
+
+BATCH_HANDLERS: dict[tuple[str, str], Batching] = {}
+
+
+def handled_topics() -> set[tuple[str, str]]:
+    """Every (source, topic) with a handler, single or batch."""
+    return set(HANDLERS) | set(BATCH_HANDLERS)
+
+
+def handles_batch(
+    source: str, topic: str, *, key: Callable[[Event], Hashable]
+) -> Callable[[BatchHandler], BatchHandler]:
+    """Register a batch handler: its deliveries are grouped by `key` (see `Batching`)."""
+
+    def register(handler: BatchHandler) -> BatchHandler:
+        BATCH_HANDLERS[(source, topic)] = Batching(handler, key)
+        return handler
+
+    return register
 
 
 def handles(source: str, *topics: str) -> Callable[[Handler], Handler]:

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from . import alerts, rows, scheduling
 from .exceptions import InvalidPayload, PermanentError
-from .handling import HANDLERS, Outcome, ScheduleEvaluation
+from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
 from .log_context import delivery_context
 from .models import Delivery
 from .queues import LIVE_JOB_STATES, default_queue, job_is_alive, job_states
 from .sources import Incoming, load_body
-from .sources.events import parse_event
+from .sources.events import Event, parse_event
 
 logger = logging.getLogger(__name__)
 
@@ -253,8 +253,12 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     """
     delivery = claim(delivery_id)
     if delivery is None:
-        logger.info("delivery %s not claimable (already taken or finished)", delivery_id)
+        # Debug, not info: in a burst most jobs find their delivery taken by another's batch.
+        logger.debug("delivery %s not claimable (already taken or finished)", delivery_id)
         return "skipped"
+    batching = BATCH_HANDLERS.get((delivery.source, delivery.topic))
+    if batching is not None:
+        return _process_batch(delivery, batching, final_attempt=final_attempt)
     handler = HANDLERS.get((delivery.source, delivery.topic))
     if handler is None:
         return _finish(delivery, Outcome(Status.IGNORED, f"no handler for {delivery.topic}"))
@@ -268,21 +272,136 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
         if outcome.retry is not None:
             raise outcome.retry
         _follow_up(delivery, outcome)
-    except InvalidPayload as err:
+    except Exception as err:
+        return _failed(delivery, err, final_attempt=final_attempt)
+    return outcome.status
+
+
+def _failed(delivery: Delivery, err: Exception, *, final_attempt: bool) -> str:
+    """Record why the claimed delivery failed; re-raises what RQ should retry.
+
+    A body its topic's parser refuses, or whose text cannot be stored, is `invalid`: no retry
+    can change it. A permanent error, or any error on the final attempt, is `dead` with one
+    alert; anything else is `failed` and raised again, so RQ's Retry runs the job again.
+    """
+    if isinstance(err, InvalidPayload):
         return _finish(delivery, Outcome(Status.INVALID, str(err)))
-    except PermanentError as err:
+    if isinstance(err, PermanentError):
         _give_up(delivery, err)
         return Status.DEAD
-    except Exception as err:
-        unstorable = unstorable_text(delivery, err)
-        if unstorable:
-            return _finish(delivery, Outcome(Status.INVALID, unstorable))
-        if final_attempt:
-            _give_up(delivery, err)
-        else:
-            _finish(delivery, Outcome(Status.FAILED, _describe(err)))
-        raise
-    return outcome.status
+    unstorable = unstorable_text(delivery, err)
+    if unstorable:
+        return _finish(delivery, Outcome(Status.INVALID, unstorable))
+    if final_attempt:
+        _give_up(delivery, err)
+    else:
+        _finish(delivery, Outcome(Status.FAILED, _describe(err)))
+    raise err
+
+
+# --- a backlog worked off in one job -----------------------------------------------------------
+
+
+def _process_batch(leader: Delivery, batching: Batching, *, final_attempt: bool) -> str:
+    """Process the claimed delivery together with the backlog of its topic; its status.
+
+    The leader is the delivery this job was enqueued for: its failure is recorded and raised
+    exactly as `_process` does (its RQ retries, `dead` on the last). The others (followers)
+    were taken from the backlog; their own jobs find them taken and skip. A follower whose
+    group failed, or whose outcome asks for a retry, is left `failed`: its own job retries it
+    if it has not run yet, else the sweeper does once its retry interval has passed
+    (`_resume_failed`, which also counts its attempts towards `dead`).
+
+    Each group (one key, e.g. one inventory item) runs in its own transaction with its
+    outcomes, in key order, so no job holds two groups' locks at once.
+    """
+    members = sorted([leader, *claim_backlog(leader)], key=lambda delivery: delivery.pk)
+    groups: dict[Hashable, list[tuple[Event, Delivery]]] = {}
+    leader_status = ""
+    leader_error: Exception | None = None
+    for delivery in members:
+        try:
+            event = parse_event(
+                delivery.source, delivery.topic, delivery.body, delivery.shop_domain
+            )
+        except InvalidPayload as err:
+            status = _finish(delivery, Outcome(Status.INVALID, str(err)))
+            if delivery is leader:
+                leader_status = status
+            continue
+        groups.setdefault(batching.key(event), []).append((event, delivery))
+    for key in sorted(groups):
+        group = groups[key]
+        try:
+            with transaction.atomic():
+                outcomes = batching.handler(group)
+                if any(outcome.follow_ups for outcome in outcomes):
+                    raise TypeError("a batch handler's outcomes cannot have follow-ups")
+                finished = zip(group, outcomes, strict=True)  # one outcome per delivery
+                _finish_all([(d, o) for (_, d), o in finished if o.retry is None])
+        except Exception as err:
+            outcomes = [Outcome(Status.FAILED, retry=err)] * len(group)
+        for (_, delivery), outcome in zip(group, outcomes, strict=True):
+            if delivery is leader:
+                leader_status, leader_error = outcome.status, outcome.retry
+            elif outcome.retry is not None:
+                _follower_failed(delivery, outcome.retry)
+    if leader_error is not None:
+        return _failed(leader, leader_error, final_attempt=final_attempt)
+    return leader_status
+
+
+def _follower_failed(delivery: Delivery, err: Exception) -> None:
+    """A follower's failure: `failed` for its retry, or `invalid` when its text is the cause."""
+    unstorable = unstorable_text(delivery, err)
+    if unstorable:
+        _finish(delivery, Outcome(Status.INVALID, unstorable))
+    else:
+        _finish(delivery, Outcome(Status.FAILED, _describe(err)))
+
+
+def claim_backlog(leader: Delivery) -> list[Delivery]:
+    """Claim the deliveries of the leader's shop and topic that wait for their job.
+
+    Up to DELIVERY_BATCH_SIZE − 1, oldest first; on PostgreSQL rows another job is claiming
+    are skipped (`SKIP LOCKED`), so two jobs never wait for each other here. Each claimed
+    row counts an attempt, as its own job's claim would have.
+    """
+    limit = settings.DELIVERY_BATCH_SIZE - 1
+    if limit < 1:
+        return []
+    claimed = rows.execute(
+        _claim_backlog_sql(),
+        [
+            Status.PROCESSING,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            Status.RECEIVED,
+            leader.source,
+            leader.shop_domain,
+            leader.topic,
+            leader.pk,
+            limit,
+        ],
+    )
+    return [rows.load(Delivery, row) for row in claimed]
+
+
+# Hand-written SQL. Needed for correctness like the claim: the conditional UPDATE decides which
+# job takes each row (the ORM's update() cannot limit, skip locked rows or return them).
+@functools.cache
+def _claim_backlog_sql() -> str:
+    table = connection.ops.quote_name(Delivery._meta.db_table)
+    skip_locked = (
+        " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    )
+    return (
+        f"UPDATE {table} "  # noqa: S608 (model names)
+        "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
+        f"WHERE id IN (SELECT id FROM {table} "
+        "WHERE status = %s AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s "
+        f"ORDER BY id LIMIT %s{skip_locked}) "
+        f"RETURNING {rows.columns(Delivery)}"
+    )
 
 
 def _follow_up(delivery: Delivery, outcome: Outcome) -> None:
@@ -309,19 +428,28 @@ _ERROR_STATUSES = frozenset({Status.FAILED, Status.DEAD, Status.INVALID})
 def _finish(delivery: Delivery, outcome: Outcome) -> str:
     """Record the final status: once per delivery, so written out like the claim (the ORM's
     UPDATE compiled anew each time cost a tenth of an inventory job)."""
+    rows.execute(_finish_sql(), _finish_params(delivery, outcome, timezone.now()))
+    return outcome.status
+
+
+def _finish_all(finished: list[tuple[Delivery, Outcome]]) -> None:
+    """`_finish` for a batch's deliveries, in one round trip."""
+    now = timezone.now()
+    rows.execute_many(
+        _finish_sql(), [_finish_params(delivery, outcome, now) for delivery, outcome in finished]
+    )
+
+
+def _finish_params(delivery: Delivery, outcome: Outcome, now: datetime) -> list:
     note = storable(outcome.note)
     error = outcome.status in _ERROR_STATUSES
-    rows.execute(
-        _finish_sql(),
-        [
-            outcome.status,
-            "" if error else note,
-            note if error else "",
-            connection.ops.adapt_datetimefield_value(timezone.now()),
-            delivery.pk,
-        ],
-    )
-    return outcome.status
+    return [
+        outcome.status,
+        "" if error else note,
+        note if error else "",
+        connection.ops.adapt_datetimefield_value(now),
+        delivery.pk,
+    ]
 
 
 # Hand-written SQL, kept for speed only (`Delivery.objects.filter(pk=...).update(...)` would be

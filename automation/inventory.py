@@ -18,7 +18,7 @@ from django.utils.translation import gettext
 
 from . import ads, decisions, rows
 from .exceptions import PermanentAdsError, TransientAdsError
-from .handling import Outcome, handles
+from .handling import Outcome, handles_batch
 from .models import AdGroupAction, Delivery, StockLevel, WatchedItem
 from .sources.shopify_inventory import LevelUpdate
 
@@ -34,20 +34,33 @@ def store_level(update: LevelUpdate) -> int | None:
     mistaken for a stale one. The same statement returns the item's total available (the other
     locations' stored levels plus this one), so the decision needs no second query.
     """
+    return store_levels([update])[0]
+
+
+def store_levels(updates: Sequence[LevelUpdate]) -> list[int | None]:
+    """`store_level` for each update, in order, in one round trip; each one's total or None.
+
+    Each upsert runs after the ones before it, so its total counts them: the same answers as
+    storing the levels one by one.
+    """
     adapt = connection.ops.adapt_datetimefield_value
-    total = rows.execute(
+    now = adapt(timezone.now())
+    results = rows.execute_many(
         _store_level_sql(),
         [
-            update.inventory_item_id,
-            update.location_id,
-            update.available,
-            adapt(update.updated_at),
-            adapt(timezone.now()),
-            update.inventory_item_id,
-            update.location_id,
+            [
+                update.inventory_item_id,
+                update.location_id,
+                update.available,
+                adapt(update.updated_at),
+                now,
+                update.inventory_item_id,
+                update.location_id,
+            ]
+            for update in updates
         ],
     )
-    return int(total[0][0]) if total else None
+    return [int(found[0][0]) if found else None for found in results]
 
 
 # Hand-written SQL. Needed for correctness: the conditional upsert (ON CONFLICT … DO UPDATE …
@@ -90,12 +103,19 @@ def desired_status(total: int, pause_at: int) -> str:
 @dataclass
 class Applied:
     """What pushing levels through the guard did: the outcome, each ad group's status and what
-    became of it (sent, unchanged, held), and the Ads errors (raised once the levels committed)."""
+    became of it (sent, unchanged, held), and the Ads errors (raised once the levels committed).
+
+    `totals` has one entry per update, in order: the item's total after that update was
+    stored, None where a later level was already stored (stale). `decided_by` is the index of
+    the update whose total set the ad groups (the last one stored), None when none was.
+    """
 
     outcome: Outcome
     statuses: dict[tuple[str, str], str] = field(default_factory=dict)
     results: dict[tuple[str, str], str] = field(default_factory=dict)
     errors: list[Exception] = field(default_factory=list)
+    totals: list[int | None] = field(default_factory=list)
+    decided_by: int | None = None
 
 
 def apply_levels(
@@ -110,11 +130,11 @@ def apply_levels(
     The item's watched rows stay locked from the guard to the last Ads call, so concurrent
     messages for one item take turns: the last to run sees the newest levels, and its Ads call
     is the last one. Ads errors are collected per ad group and raised after the levels commit;
-    the retry passes the guard with its equal timestamp and sets the statuses again. (A
-    delivery's handler runs `_apply_locked` inside the inbox's transaction instead.)
+    the retry passes the guard with its equal timestamp and sets the statuses again. (Deliveries
+    run `_apply_locked` inside the inbox's transaction instead: `handle_inventory_levels`.)
     """
     with transaction.atomic():
-        applied = _apply_locked(inventory_item_id, updates, source, delivery)
+        applied = _apply_locked(inventory_item_id, updates, source, [delivery] * len(updates))
     if applied.errors:
         raise _combined(applied.errors)
     return applied
@@ -124,28 +144,34 @@ def _apply_locked(
     inventory_item_id: int,
     updates: Sequence[LevelUpdate],
     source: str,
-    delivery: Delivery | None,
+    deliveries: Sequence[Delivery | None],
 ) -> Applied:
+    """The ad groups are set once, from the total of the last level stored: the earlier
+    levels' statuses would be outdated before they were sent. `deliveries[i]` brought
+    `updates[i]`; the one that decided is logged with the Ads actions."""
     rows = lock_watched(inventory_item_id)
     if not rows:
         return Applied(Outcome(Status.IGNORED, f"inventory item {inventory_item_id} not watched"))
-    stored = [(update, store_level(update)) for update in updates]
-    written = [(update, total) for update, total in stored if total is not None]
+    totals = store_levels(updates)
+    written = [index for index, total in enumerate(totals) if total is not None]
     if not written:
         newest = max(update.updated_at for update in updates)
+        stale = f"newer levels are stored; this one is from {newest.isoformat()}"
+        return Applied(Outcome(Status.STALE, stale), totals=totals)
+    if all(updates[index].available is None for index in written):
         return Applied(
-            Outcome(Status.STALE, f"newer levels are stored; this one is from {newest.isoformat()}")
+            Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action"),
+            totals=totals,
         )
-    if all(update.available is None for update, _ in written):
-        return Applied(
-            Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action")
-        )
-    total = written[-1][1]  # the last write's statement saw every earlier one
-    applied = Applied(Outcome(Status.DONE, f"total available {total}"))
+    last = written[-1]  # the last write's statement saw every earlier one
+    total = totals[last]
+    applied = Applied(
+        Outcome(Status.DONE, f"total available {total}"), totals=totals, decided_by=last
+    )
     held: list[str] = []
     notes: list[str] = []
     for row in rows:
-        status, result, error = _set_status(row, total, source=source, delivery=delivery)
+        status, result, error = _set_status(row, total, source=source, delivery=deliveries[last])
         applied.statuses[(row.customer_id, row.ad_group_id)] = status
         if row.manual_status:
             held.append(f"{row.label} ({row.manual_status.lower()})")
@@ -272,17 +298,49 @@ def _combined(errors: list[Exception]) -> Exception:
     return errors[0] if len(errors) == 1 else PermanentAdsError(message)
 
 
-@handles("shopify", "inventory_levels/update")
-def handle_inventory_level(update: LevelUpdate, delivery: Delivery) -> Outcome:
-    """Shopify's `inventory_levels/update`: one location's new stock for one item."""
-    # Runs inside the inbox's transaction, which also records the outcome: one commit. Ads
-    # errors come back as the outcome's `retry`, raised once the level has committed.
+@handles_batch("shopify", "inventory_levels/update", key=lambda update: update.inventory_item_id)
+def handle_inventory_levels(batch: Sequence[tuple[LevelUpdate, Delivery]]) -> list[Outcome]:
+    """Shopify's `inventory_levels/update` for one item: one delivery, or the ones a burst
+    queued up, in the order received; one Outcome each.
+
+    Runs inside the inbox's transaction, which also records the outcomes: one commit. Each
+    level passes the stale guard as if it came alone; the ad groups are set once, from the
+    total after the last level stored, and that delivery's outcome carries what was sent and,
+    on an Ads error, the `retry` (raised once the levels have committed). The other stored
+    levels name it: their own status would have been outdated before it was sent.
+    """
+    updates = [update for update, _ in batch]
+    deliveries = [delivery for _, delivery in batch]
     applied = _apply_locked(
-        update.inventory_item_id, [update], AdGroupAction.Source.WEBHOOK, delivery
+        updates[0].inventory_item_id, updates, AdGroupAction.Source.WEBHOOK, deliveries
     )
-    if applied.errors:
-        return replace(applied.outcome, retry=_combined(applied.errors))
-    return applied.outcome
+    if not applied.totals:  # not watched: nothing stored
+        return [applied.outcome] * len(batch)
+    decided_by = applied.decided_by
+    outcomes = []
+    for index, update in enumerate(updates):
+        total = applied.totals[index]
+        if index == decided_by:
+            outcome = applied.outcome
+            if applied.errors:
+                outcome = replace(outcome, retry=_combined(applied.errors))
+        elif total is None:
+            outcome = Outcome(
+                Status.STALE,
+                f"newer levels are stored; this one is from {update.updated_at.isoformat()}",
+            )
+        elif update.available is None or decided_by is None:
+            outcome = Outcome(
+                Status.IGNORED, "stock not tracked (available is null): stored, no action"
+            )
+        else:
+            outcome = Outcome(
+                Status.DONE,
+                f"total available {total}; ad groups set with delivery "
+                f"{deliveries[decided_by].pk}, the newest of its batch",
+            )
+        outcomes.append(outcome)
+    return outcomes
 
 
 # --- decided again from the stored levels: a save, a manual pause/enable, a release ----------

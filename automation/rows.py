@@ -88,10 +88,44 @@ def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         connection.validate_no_broken_transaction()
         with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(sql, params)
-            return cursor.fetchall() if cursor.description else []
+            return _fetched(cursor)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall() if cursor.description else []
+
+
+def execute_many(sql: str, params_seq: Sequence[Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
+    """Run one written-out statement once per parameter set; each run's rows, in order.
+
+    On PostgreSQL psycopg sends them all in pipeline mode: one round trip for the lot instead
+    of one each (a backlog batch's stock levels and outcomes), in the same order, each with
+    its own result. Elsewhere (and where queries are logged) they run one after another.
+    """
+    if not params_seq:
+        return []
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor == "postgresql" and _plain(connection):
+        connection.ensure_connection()
+        connection.validate_no_broken_transaction()
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            cursor.executemany(sql, params_seq, returning=True)
+            results = [_fetched(cursor)]
+            while cursor.nextset():
+                results.append(_fetched(cursor))
+            return results
+    return [execute(sql, params) for params in params_seq]
+
+
+def _fetched(cursor: psycopg.Cursor) -> list[tuple[Any, ...]]:
+    """The rows of the cursor's current result, [] for a statement that returns none.
+
+    Asks the result's status, not `cursor.description`: building the description (one object
+    per column) cost more than the round trip of a claim that found nothing to claim.
+    """
+    result = cursor.pgresult
+    if result is None or result.status != psycopg.pq.ExecStatus.TUPLES_OK:
+        return []
+    return cursor.fetchall()
 
 
 def _plain(connection: BaseDatabaseWrapper) -> bool:

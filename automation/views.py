@@ -159,5 +159,5 @@ def prometheus_metrics(request: HttpRequest) -> HttpResponse:
     refusal = monitoring_refusal(request)
     if refusal is not None:
         return refusal
-    body, content_type = metrics.render(known_topics=handling.HANDLERS)
+    body, content_type = metrics.render(known_topics=handling.handled_topics())
     return HttpResponse(body, content_type=content_type)

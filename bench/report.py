@@ -238,9 +238,10 @@ def worker_section(worker: dict) -> str:
     return f"""## Worker (`bench/worker.py`)
 
 One `SimpleWorker` drains {worker["deliveries"]} stored `inventory_levels/update` deliveries
-(the real job: claim, stale guard, stock sum, dry-run Ads call, outcome) and as many RQ no-op
-jobs, back to back, in burst mode; jobs/s excludes the worker's start-up. Target: inventory ≥
-{worker["target"]}× no-op.
+(the real job: claim, stale guard, stock sum, the Ads status only on change (dry run), outcome;
+a job takes up to `DELIVERY_BATCH_SIZE` waiting deliveries along, the others' jobs find theirs
+taken) and as many RQ no-op jobs, back to back, in burst mode; jobs/s excludes the worker's
+start-up. Target: inventory ≥ {worker["target"]}× no-op.
 
 {table(["round", "first", "locations", "inventory/s", "no-op/s", "ratio"], rows)}
 """

@@ -218,6 +218,12 @@ PROMOTION_RETRY_INTERVALS = env.list(
 # After this many seconds without a live job in Redis, the sweeper takes over a delivery still
 # `received` or `failed`, and a reminder evaluation past its due time.
 DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
+# A job whose topic supersedes itself (stock levels) takes up to this many waiting deliveries of
+# its shop and topic along (its own included): a burst is worked off in a few jobs, the others'
+# jobs find theirs taken. 1 turns it off. bench/worker.py measures what it saves.
+DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=100)
+if DELIVERY_BATCH_SIZE < 1:
+    raise ImproperlyConfigured("set DELIVERY_BATCH_SIZE to 1 (no batches) or more")
 # Raw bodies are dropped after this many days by the nightly run; the metadata stays.
 DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
 

@@ -57,7 +57,7 @@ def test_metrics_are_not_public_by_accident(client, settings, queue):
 
 
 def test_every_log_line_of_a_delivery_names_it(client, run_worker, caplog):
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)
     caplog.handler.addFilter(DeliveryIdFilter())
     post_shopify(client, {"x": 1}, topic="products/update")
     post_shopify(client, {"x": 1}, topic="products/update")

@@ -123,3 +123,26 @@ def test_insert_refuses_to_run_in_a_broken_transaction_like_the_orm():
         with pytest.raises(TransactionManagementError):
             delivery(webhook_id="after-the-error")
     assert list(Delivery.objects.values_list("webhook_id", flat=True)) == ["w-1"]
+
+
+def test_execute_many_returns_each_runs_rows_in_order():
+    """One statement per parameter set, each seeing the ones before (a batch's stock levels)."""
+    first, second = delivery(webhook_id="a"), delivery(webhook_id="b")
+    sql = "UPDATE automation_delivery SET attempts = attempts + 1 WHERE id = %s RETURNING attempts"
+    assert rows.execute_many(sql, [[first], [first], [second], [0]]) == [[(1,)], [(2,)], [(1,)], []]
+    assert rows.execute_many(sql, []) == []
+
+
+def test_execute_many_runs_statements_without_rows_and_through_query_capture():
+    pk = delivery()
+    sql = "UPDATE automation_delivery SET attempts = %s WHERE id = %s"
+    assert rows.execute_many(sql, [[3, pk], [4, pk]]) == [[], []]
+    with CaptureQueriesContext(connection) as captured:
+        assert rows.execute_many(sql, [[5, pk], [6, pk]]) == [[], []]
+    assert len(captured) == 2  # logged queries go through Django's cursor, one by one
+    assert Delivery.objects.get(pk=pk).attempts == 6
+
+
+def test_execute_returns_no_rows_for_a_returning_statement_that_matched_none():
+    sql = "UPDATE automation_delivery SET attempts = 1 WHERE id = %s RETURNING id, status"
+    assert rows.execute(sql, [0]) == []

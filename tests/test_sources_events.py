@@ -25,7 +25,9 @@ SAMPLES = AUTOMATION / "samples"
 
 
 def _real_handlers() -> dict:
-    return {key: fn for key, fn in inbox.HANDLERS.items() if not key[1].startswith("test/")}
+    """Every registered handler by (source, topic); a batch handler by its handler function."""
+    handlers = {**inbox.HANDLERS, **{key: b.handler for key, b in inbox.BATCH_HANDLERS.items()}}
+    return {key: fn for key, fn in handlers.items() if not key[1].startswith("test/")}
 
 
 def _json_loads_calls(path: Path) -> list[int]:
@@ -85,13 +87,18 @@ def test_every_handled_topic_has_its_parser_and_nothing_else_is_parsed():
 
 @pytest.mark.parametrize("key", sorted(events.PARSERS))
 def test_a_handler_takes_the_event_its_parser_returns(key):
-    """The handler's first parameter is annotated with the type its topic's parser returns."""
-    handler = inbox.HANDLERS[key]
+    """The handler's first parameter is annotated with the type its topic's parser returns
+    (a batch handler's: a sequence of (that type, Delivery) pairs)."""
+    handler = _real_handlers()[key]
     parser = events.PARSERS[key]
     parse = getattr(parser, "__wrapped__", parser)
     returned = typing.get_type_hints(parse)["return"]
     first = next(iter(inspect.signature(handler).parameters))
-    assert typing.get_type_hints(handler)[first] is returned
+    annotation = typing.get_type_hints(handler)[first]
+    if key in inbox.BATCH_HANDLERS:
+        assert typing.get_args(annotation) == (tuple[returned, Delivery],)
+    else:
+        assert annotation is returned
 
 
 @pytest.mark.parametrize(
