@@ -1,13 +1,15 @@
 """The durable inbox: store each delivery once, dispatch it by (source, topic), record its Outcome.
 
-Enqueues go through `scheduling`; handlers are found in `handling.HANDLERS` and never call back
-here: the inbox records what they return, in their transaction, and schedules their follow-ups.
+Enqueues go through `scheduling`; handlers are found in `handling.HANDLERS` (a topic whose
+backlog is worked off in batches: `handling.BATCH_HANDLERS`) and never call back here: the
+inbox records what they return, in their transaction, and schedules their follow-ups.
 """
 
 import contextlib
 import functools
 import logging
 import re
+import time
 from collections.abc import Hashable, Iterable
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -17,7 +19,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import alerts, rows, scheduling
+from . import ads, alerts, rows, scheduling
 from .exceptions import InvalidPayload, PermanentError
 from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
 from .log_context import delivery_context
@@ -313,25 +315,54 @@ def _process_batch(leader: Delivery, batching: Batching, *, final_attempt: bool)
     (`_resume_failed`, which also counts its attempts towards `dead`).
 
     Each group (one key, e.g. one inventory item) runs in its own transaction with its
-    outcomes, in key order, so no job holds two groups' locks at once.
+    outcomes, so no job holds two groups' locks at once: the leader's group first, then the
+    others in key order while the job's time allows one more Ads call. Followers the job
+    does not finish (no time left, or it stopped on an error) go back to `received`, their
+    attempt not counted, for their own jobs or the sweeper.
     """
-    members = sorted([leader, *claim_backlog(leader)], key=lambda delivery: delivery.pk)
+    followers = claim_backlog(leader)
+    unfinished = {delivery.pk for delivery in followers}
+    try:
+        return _run_batch(leader, followers, batching, unfinished, final_attempt=final_attempt)
+    finally:
+        if unfinished:
+            _hand_back(unfinished)
+
+
+def _run_batch(
+    leader: Delivery,
+    followers: list[Delivery],
+    batching: Batching,
+    unfinished: set[int],
+    *,
+    final_attempt: bool,
+) -> str:
     groups: dict[Hashable, list[tuple[Event, Delivery]]] = {}
+    leader_key: Hashable = None
     leader_status = ""
     leader_error: Exception | None = None
-    for delivery in members:
+    for delivery in sorted([leader, *followers], key=lambda delivery: delivery.pk):
         try:
             event = parse_event(
                 delivery.source, delivery.topic, delivery.body, delivery.shop_domain
             )
-        except InvalidPayload as err:
-            status = _finish(delivery, Outcome(Status.INVALID, str(err)))
+        except Exception as err:
             if delivery is leader:
-                leader_status = status
+                leader_status, leader_error = Status.FAILED, err
+            else:
+                _follower_failed(delivery, err)
+                unfinished.discard(delivery.pk)
             continue
-        groups.setdefault(batching.key(event), []).append((event, delivery))
-    for key in sorted(groups):
+        key = batching.key(event)
+        groups.setdefault(key, []).append((event, delivery))
+        if delivery is leader:
+            leader_key = key
+    deadline = ads.job_deadline()
+    order = sorted(groups, key=lambda key: (key != leader_key, key))
+    for key in order:
         group = groups[key]
+        if key != leader_key and not _time_for_another_group(deadline):
+            break
         try:
             with transaction.atomic():
                 outcomes = batching.handler(group)
@@ -344,20 +375,49 @@ def _process_batch(leader: Delivery, batching: Batching, *, final_attempt: bool)
         for (_, delivery), outcome in zip(group, outcomes, strict=True):
             if delivery is leader:
                 leader_status, leader_error = outcome.status, outcome.retry
-            elif outcome.retry is not None:
+                continue
+            if outcome.retry is not None:
                 _follower_failed(delivery, outcome.retry)
+            unfinished.discard(delivery.pk)
     if leader_error is not None:
         return _failed(leader, leader_error, final_attempt=final_attempt)
     return leader_status
 
 
+def _time_for_another_group(deadline: float | None) -> bool:
+    """Whether one more Ads call fits before the job's Ads deadline (always outside a job)."""
+    return deadline is None or time.monotonic() + settings.ADS_CALL_TIMEOUT < deadline
+
+
 def _follower_failed(delivery: Delivery, err: Exception) -> None:
-    """A follower's failure: `failed` for its retry, or `invalid` when its text is the cause."""
-    unstorable = unstorable_text(delivery, err)
-    if unstorable:
+    """A follower's failure, recorded as its own job would: `invalid` for a body no retry can
+    change, `dead` with one alert for a permanent error, else `failed` for its retry."""
+    if isinstance(err, InvalidPayload):
+        _finish(delivery, Outcome(Status.INVALID, str(err)))
+    elif isinstance(err, PermanentError):
+        _give_up(delivery, err)
+    elif unstorable := unstorable_text(delivery, err):
         _finish(delivery, Outcome(Status.INVALID, unstorable))
     else:
         _finish(delivery, Outcome(Status.FAILED, _describe(err)))
+
+
+def _hand_back(delivery_ids: set[int]) -> None:
+    """Return followers this job claimed but did not finish to `received`, uncounted.
+
+    Best effort: when even this fails (the database went away), the rows stay `processing`
+    and the sweeper hands them back after 2 × DELIVERY_JOB_TIMEOUT.
+    """
+    try:
+        Delivery.objects.filter(pk__in=delivery_ids, status=Status.PROCESSING).update(
+            status=Status.RECEIVED, attempts=F("attempts") - 1, processing_started_at=None
+        )
+    except Exception:
+        logger.exception(
+            "%s deliveries of a batch stay processing for the sweeper", len(delivery_ids)
+        )
+    else:
+        logger.info("%s deliveries of a batch handed back unfinished", len(delivery_ids))
 
 
 def claim_backlog(leader: Delivery) -> list[Delivery]:
@@ -375,7 +435,6 @@ def claim_backlog(leader: Delivery) -> list[Delivery]:
         [
             Status.PROCESSING,
             connection.ops.adapt_datetimefield_value(timezone.now()),
-            Status.RECEIVED,
             leader.source,
             leader.shop_domain,
             leader.topic,
@@ -387,7 +446,10 @@ def claim_backlog(leader: Delivery) -> list[Delivery]:
 
 
 # Hand-written SQL. Needed for correctness like the claim: the conditional UPDATE decides which
-# job takes each row (the ORM's update() cannot limit, skip locked rows or return them).
+# job takes each row (the ORM's update() cannot limit, skip locked rows or return them). The
+# status is written as a literal, not a parameter: a prepared statement's generic plan then still
+# knows `received` rows are few and takes the status index, instead of walking the primary key
+# from the oldest of millions of finished rows.
 @functools.cache
 def _claim_backlog_sql() -> str:
     table = connection.ops.quote_name(Delivery._meta.db_table)
@@ -395,10 +457,10 @@ def _claim_backlog_sql() -> str:
         " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     )
     return (
-        f"UPDATE {table} "  # noqa: S608 (model names)
+        f"UPDATE {table} "  # noqa: S608 (model names; the status is one of the model's choices)
         "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
-        f"WHERE id IN (SELECT id FROM {table} "
-        "WHERE status = %s AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s "
+        f"WHERE id IN (SELECT id FROM {table} WHERE status = '{Status.RECEIVED.value}' "
+        "AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s "
         f"ORDER BY id LIMIT %s{skip_locked}) "
         f"RETURNING {rows.columns(Delivery)}"
     )

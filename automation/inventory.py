@@ -158,12 +158,15 @@ def _apply_locked(
         newest = max(update.updated_at for update in updates)
         stale = f"newer levels are stored; this one is from {newest.isoformat()}"
         return Applied(Outcome(Status.STALE, stale), totals=totals)
-    if all(updates[index].available is None for index in written):
+    tracked = [index for index in written if updates[index].available is not None]
+    if not tracked:
         return Applied(
             Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action"),
             totals=totals,
         )
-    last = written[-1]  # the last write's statement saw every earlier one
+    # The last tracked level decides, with the total its statement saw (every earlier write
+    # included), as if each level came alone: an untracked one is stored but never acts.
+    last = tracked[-1]
     total = totals[last]
     applied = Applied(
         Outcome(Status.DONE, f"total available {total}"), totals=totals, decided_by=last
@@ -337,7 +340,7 @@ def handle_inventory_levels(batch: Sequence[tuple[LevelUpdate, Delivery]]) -> li
             outcome = Outcome(
                 Status.DONE,
                 f"total available {total}; ad groups set with delivery "
-                f"{deliveries[decided_by].pk}, the newest of its batch",
+                f"{deliveries[decided_by].pk}, the last stock level of its batch",
             )
         outcomes.append(outcome)
     return outcomes

@@ -190,9 +190,12 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
 
 
 def _apply_item(item_id: int, levels: list[Level]) -> inventory.Applied:
+    # Untracked locations first: the last tracked level decides with the total its write saw,
+    # so it must see them (they count 0); all levels come from the same read.
+    ordered = sorted(levels, key=lambda lvl: lvl.available is not None)
     updates = [
         inventory.LevelUpdate(lvl.inventory_item_id, lvl.location_id, lvl.available, lvl.updated_at)
-        for lvl in levels
+        for lvl in ordered
     ]
     return inventory.apply_levels(item_id, updates, source=AdGroupAction.Source.RECONCILE)
 

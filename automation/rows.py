@@ -97,12 +97,14 @@ def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 def execute_many(sql: str, params_seq: Sequence[Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
     """Run one written-out statement once per parameter set; each run's rows, in order.
 
-    On PostgreSQL psycopg sends them all in pipeline mode: one round trip for the lot instead
-    of one each (a backlog batch's stock levels and outcomes), in the same order, each with
-    its own result. Elsewhere (and where queries are logged) they run one after another.
+    For a backlog batch's stock levels and outcomes. On PostgreSQL psycopg sends them all in
+    pipeline mode, each with its own result: two round trips however many there are (psycopg
+    waits for the results, then for the pipeline's end), so a single set goes through
+    `execute()` (one). Elsewhere, and where queries are logged, they run one after another.
+    Meant for inside a transaction: outside one, psycopg's pipeline commits them together.
     """
-    if not params_seq:
-        return []
+    if len(params_seq) <= 1:
+        return [execute(sql, params) for params in params_seq]
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor == "postgresql" and _plain(connection):
         connection.ensure_connection()

@@ -3,6 +3,7 @@ the waiting ones of its shop and topic along (issue 17: the worker ratio), with 
 outcomes, guards and retries as one job per delivery."""
 
 import threading
+import time
 from collections import Counter
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from django.core import mail
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from automation import handling, inbox
+from automation import ads, handling, inbox
 from automation.exceptions import TransientAdsError
 from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
 from tests.signing import post_shopify
@@ -84,7 +85,8 @@ def test_only_the_newest_level_of_a_batch_sets_the_ad_groups(client, run_worker,
     assert AdGroupAction.objects.get().delivery_id == sold_out.pk
     assert first.status == Status.DONE
     assert first.result == (
-        f"total available 12; ad groups set with delivery {sold_out.pk}, the newest of its batch"
+        f"total available 12; ad groups set with delivery {sold_out.pk}, "
+        "the last stock level of its batch"
     )
     assert last.status == Status.DONE
     assert last.result == "total available 0"
@@ -327,3 +329,82 @@ def test_a_row_another_job_is_claiming_is_skipped_not_waited_for(
     assert [d.pk for d in claimed] == [free.pk]
     assert Delivery.objects.get(pk=held.pk).status == Status.RECEIVED
     connection.close()
+
+
+def test_an_untracked_level_in_a_batch_acts_on_nothing_as_it_would_alone(
+    client, run_worker, winterzauber
+):
+    """10 in the store, then the store's tracking switched off (null, counts 0): alone, the
+    first enables and the second is stored without action; in one batch the same."""
+    tracked = send(client, 10, 10)
+    untracked = send(client, None, 12)
+    run_worker()
+
+    tracked, untracked = refreshed(tracked, untracked)
+    assert actions() == ["ENABLED"]
+    assert AdGroupAction.objects.get().delivery_id == tracked.pk
+    assert (tracked.status, tracked.result) == (Status.DONE, "total available 10")
+    assert untracked.status == Status.IGNORED
+    assert StockLevel.objects.get().available is None
+
+
+def test_a_follower_whose_body_cannot_be_read_fails_instead_of_staying_processing(
+    client, queue, winterzauber
+):
+    """A replayed delivery whose body the retention already dropped (NULL): its parse raises
+    TypeError, not InvalidPayload; it is recorded like any failure, the batch goes on."""
+    leader = send(client, 5, 10)
+    bodiless = send(client, 0, 12)
+    Delivery.objects.filter(pk=bodiless.pk).update(body=None)
+
+    assert inbox.process(leader.pk, final_attempt=False) == Status.DONE
+    bodiless = Delivery.objects.get(pk=bodiless.pk)
+    assert bodiless.status == Status.FAILED
+    assert "TypeError" in bodiless.last_error
+
+
+def test_a_followers_permanent_ads_error_goes_dead_with_one_alert(
+    client, queue, winterzauber, google_ads
+):
+    google_ads.always("555", "permanent")
+    leader = send(client, 5, 10)
+    follower = send(client, 0, 12)
+    assert inbox.process(leader.pk, final_attempt=False) == Status.DONE
+
+    assert Delivery.objects.get(pk=follower.pk).status == Status.DEAD
+    assert len([m for m in mail.outbox if "Delivery gave up" in m.subject]) == 1
+
+
+def test_items_the_jobs_time_does_not_allow_go_back_uncounted(
+    client, queue, winterzauber, monkeypatch
+):
+    """No time left for another Ads call: the job's own item is done, another item's delivery
+    goes back to `received` with no attempt counted, for its own job."""
+    monkeypatch.setattr(ads, "job_deadline", lambda: time.monotonic())
+    other = send(client, 3, 9, item=OTHER_ITEM)
+    leader = send(client, 5, 10)
+    same_item = send(client, 0, 12)
+
+    assert inbox.process(leader.pk, final_attempt=False) == Status.DONE
+    other, same_item = refreshed(other, same_item)
+    assert (other.status, other.attempts, other.processing_started_at) == (Status.RECEIVED, 0, None)
+    assert same_item.status == Status.DONE
+
+
+def test_a_job_that_stops_on_an_error_hands_its_backlog_back(
+    client, queue, winterzauber, monkeypatch
+):
+    """Whatever stops the job between claiming and finishing (here: reading its deadline),
+    the rows it took along do not stay `processing` until the sweeper's timeout."""
+
+    def broken_deadline():
+        raise RuntimeError("job stopped on purpose")
+
+    monkeypatch.setattr(ads, "job_deadline", broken_deadline)
+    leader = send(client, 5, 10)
+    follower = send(client, 0, 12)
+    with pytest.raises(RuntimeError, match="on purpose"):
+        inbox.process(leader.pk, final_attempt=False)
+
+    follower = Delivery.objects.get(pk=follower.pk)
+    assert (follower.status, follower.attempts) == (Status.RECEIVED, 0)
