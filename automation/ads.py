@@ -188,14 +188,11 @@ def confirmed_status(
 # (docs/PERFORMANCE.md, "Findings", 2026-12-01 backlog batches).
 @functools.cache
 def _confirmed_status_sql(for_update: bool) -> str:
-    quote = connection.ops.quote_name
-    meta = AdGroupState._meta
-
     def column(name: str) -> str:
-        return quote(meta.get_field(name).column)
+        return rows.column(AdGroupState, name)
 
     sql = (
-        f"SELECT {column('confirmed_status')} FROM {quote(meta.db_table)} "  # noqa: S608
+        f"SELECT {column('confirmed_status')} FROM {rows.table(AdGroupState)} "  # noqa: S608
         f"WHERE {column('backend')} = %s AND {column('customer_id')} = %s "
         f"AND {column('ad_group_id')} = %s"
     )

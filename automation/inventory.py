@@ -271,15 +271,12 @@ def lock_watched(inventory_item_id: int) -> list[Watched]:
 # PostgreSQL together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
 @functools.cache
 def _lock_watched_sql(for_update: bool) -> str:
-    quote = connection.ops.quote_name
-    meta = WatchedItem._meta
-
     def column(name: str) -> str:
-        return quote(meta.get_field(name).column)
+        return rows.column(WatchedItem, name)
 
     sql = (
         f"SELECT {', '.join(column(name) for name in Watched._fields)} "  # noqa: S608 (model names)
-        f"FROM {quote(meta.db_table)} "
+        f"FROM {rows.table(WatchedItem)} "
         f"WHERE {column('inventory_item_id')} = %s AND {column('enabled')} "
         f"ORDER BY {column('id')}"
     )

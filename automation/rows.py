@@ -156,6 +156,16 @@ def _insert_sql(model: type[Model], returning: bool) -> str:
     return f"{sql} RETURNING {quote(model._meta.pk.column)}" if returning else sql
 
 
+def column(model: type[Model], name: str) -> str:
+    """The quoted column of `model`'s field `name`, for a written-out statement."""
+    return connections[DEFAULT_DB_ALIAS].ops.quote_name(model._meta.get_field(name).column)
+
+
+def table(model: type[Model]) -> str:
+    """The quoted table of `model`, for a written-out statement."""
+    return connections[DEFAULT_DB_ALIAS].ops.quote_name(model._meta.db_table)
+
+
 @functools.cache
 def columns(model: type[Model]) -> str:
     """Every concrete column of `model`, quoted, in field order: what `load()` expects back."""

@@ -4,8 +4,9 @@ Why: what the merchant cares about is how long an ad keeps running for a product
 out. An open-loop driver sends signed `inventory_levels/update` deliveries at exactly R per
 second (a closed loop would slow down with the server and hide queueing); gunicorn takes them and
 two Procfile workers process them. The database says when each Ads call was made
-(`AdGroupAction.requested_at` is set just before the backend call), so reaction is measured
-end to end on one clock without instrumenting the product.
+(`AdGroupAction.requested_at` is set just before the backend call), or, for a delivery that
+needed no call, when its outcome was recorded, so reaction is measured end to end on one clock
+without instrumenting the product.
 """
 
 import asyncio
@@ -217,7 +218,13 @@ def wait_until_processed(tag: str, expected: int, timeout: float) -> None:
 
 
 def reactions(tag: str, skip: int) -> tuple[list[float], int]:
-    """Seconds from triggered_at to the first Ads call per delivery (after the warm-up), stale."""
+    """Seconds from triggered_at to the reaction per delivery (after the warm-up), and stale.
+
+    The reaction is the first Ads call the delivery made. A delivery that needed none is done
+    when its outcome is recorded: the status Google Ads already has (issue 17: sent only on
+    change), or the one set in the same transaction with the last level of its batch (a
+    backlog worked off in one job). A delivery neither stale nor done is missing.
+    """
     from django.db.models import Min
 
     from automation.models import Delivery
@@ -225,16 +232,18 @@ def reactions(tag: str, skip: int) -> tuple[list[float], int]:
     rows = (
         Delivery.objects.filter(webhook_id__startswith=f"{tag}-")
         .annotate(first_call=Min("ad_group_actions__requested_at"))
-        .values_list("webhook_id", "status", "triggered_at", "first_call")
+        .values_list("webhook_id", "status", "triggered_at", "first_call", "processed_at")
     )
     found, stale = [], 0
-    for webhook_id, status, triggered, first_call in rows:
+    for webhook_id, status, triggered, first_call, processed in rows:
         if int(webhook_id.rsplit("-", 1)[1]) < skip:
             continue
         if status == "stale":
             stale += 1
         elif first_call is not None:
             found.append((first_call - triggered).total_seconds())
+        elif status == "done" and processed is not None:
+            found.append((processed - triggered).total_seconds())
     return found, stale
 
 

@@ -180,8 +180,10 @@ gunicorn as above plus {WORKERS} workers as in the Procfile (`manage.py rqworker
 sends signed `inventory_levels/update` deliveries for 200 watched items at a fixed rate, open
 loop (the n-th request leaves at start + n/rate on a new connection, whatever the answers do),
 with `X-Shopify-Triggered-At` = the send time. Reaction = `AdGroupAction.requested_at` (set just
-before the Ads backend call) − `Delivery.triggered_at`, read from PostgreSQL after the workers
-finished; a delivery never processed counts as ∞. Each step runs {result.seconds:g} s; the first
+before the Ads backend call) − `Delivery.triggered_at`; for a delivery that needed no call (the
+status Google Ads already has, or the one set with the last level of its batch) its
+`processed_at` instead; read from PostgreSQL after the workers finished; a delivery never
+processed counts as ∞. Each step runs {result.seconds:g} s; the first
 {result.warmup:g} s are sent but not counted. Steps go up from {TARGET_RATE}/s until one is not
 steady (p99 ≥ {STEADY_P99_MS:g} ms, a delivery missing, an HTTP error, or the driver behind), then
 one step halfway back. Highest steady rate: **{f"{best:g}/s" if best else "none"}**.

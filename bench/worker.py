@@ -248,8 +248,10 @@ def verify_inventory(count: int) -> None:
     done, stale = statuses.get("done", 0), statuses.get("stale", 0)
     actions = AdGroupAction.objects.filter(result=AdGroupAction.Result.DRY_RUN).count()
     unchanged = Delivery.objects.filter(status="done", result__contains="unchanged").count()
-    # Levels of a backlog batch before its newest one: the ad groups were set once, from it.
-    unchanged += Delivery.objects.filter(status="done", result__contains="set with delivery").count()
+    # A batch's levels before its last tracked one: the ad groups were set once, from that one.
+    unchanged += Delivery.objects.filter(
+        status="done", result__contains="set with delivery"
+    ).count()
     if done + stale != count or actions + unchanged != done or not actions:
         errors = list(Delivery.objects.exclude(status="done").values_list("last_error", flat=True))
         sys.exit(
