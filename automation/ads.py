@@ -75,28 +75,33 @@ def job_deadline() -> float | None:
     return time.monotonic() + (ends_at - datetime.now(UTC)).total_seconds()
 
 
+def chosen_backend() -> str:
+    """ADS_BACKEND, checked: `dryrun` (nothing leaves the service) or `google`."""
+    chosen = settings.ADS_BACKEND
+    if chosen not in ("dryrun", "google"):
+        raise ImproperlyConfigured(f"ADS_BACKEND must be 'dryrun' or 'google', not {chosen!r}")
+    return chosen
+
+
 def send_status(customer_id: str, ad_group_id: str, status: str) -> str:
     """Set one ad group's status; returns the result to log (`applied` or `dry_run`)."""
-    backend = settings.ADS_BACKEND
-    if backend == "dryrun":
+    if chosen_backend() == "dryrun":
         logger.info("dry run: ad group %s/%s → %s", customer_id, ad_group_id, status)
         return Result.DRY_RUN
-    if backend == "google":
-        from .adapters import google_ads
+    from .adapters import google_ads  # the SDK is imported only where it is used
 
-        google_ads.set_ad_group_status_with_retry(
-            customer_id,
-            ad_group_id,
-            status,
-            retries=settings.ADS_RETRIES,
-            base=settings.ADS_BACKOFF_BASE,
-            cap=settings.ADS_BACKOFF_CAP,
-            timeout=settings.ADS_CALL_TIMEOUT,
-            deadline=job_deadline(),
-            client=google_client(),
-        )
-        return Result.APPLIED
-    raise ImproperlyConfigured(f"ADS_BACKEND must be 'dryrun' or 'google', not {backend!r}")
+    google_ads.set_ad_group_status_with_retry(
+        customer_id,
+        ad_group_id,
+        status,
+        retries=settings.ADS_RETRIES,
+        base=settings.ADS_BACKOFF_BASE,
+        cap=settings.ADS_BACKOFF_CAP,
+        timeout=settings.ADS_CALL_TIMEOUT,
+        deadline=job_deadline(),
+        client=google_client(),
+    )
+    return Result.APPLIED
 
 
 def apply_status(
@@ -230,16 +235,13 @@ def recorded_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, st
 
 def read_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, str]:
     """Each ad group's real status, as the backend says (missing ones are left out)."""
-    backend = settings.ADS_BACKEND
-    if backend == "dryrun":
+    if chosen_backend() == "dryrun":
         return recorded_statuses(customer_id, ad_group_ids)
-    if backend == "google":
-        from .adapters import google_ads
+    from .adapters import google_ads  # the SDK is imported only where it is used
 
-        return google_ads.search_ad_group_statuses(
-            customer_id, ad_group_ids, timeout=settings.ADS_CALL_TIMEOUT, client=google_client()
-        )
-    raise ImproperlyConfigured(f"ADS_BACKEND must be 'dryrun' or 'google', not {backend!r}")
+    return google_ads.search_ad_group_statuses(
+        customer_id, ad_group_ids, timeout=settings.ADS_CALL_TIMEOUT, client=google_client()
+    )
 
 
 # --- the safety brake ----------------------------------------------------------------------

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
+from django.core.exceptions import ImproperlyConfigured
 
 from automation import ads, held_changes, reconcile
 from automation.inventory import apply_level
@@ -299,3 +300,17 @@ def test_the_admin_applies_all_and_edits_the_brake(twenty, admin_client, admin_u
     assert HeldChange.objects.filter(resolution="discarded", resolved_by=admin_user).count() == 9
     after = admin_client.get("/admin/automation/heldchange/")
     assert b'data-testid="apply-all"' not in after.content
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ads.send_status(CUSTOMER, "555", "PAUSED"),
+        lambda: ads.read_statuses(CUSTOMER, ["555"]),
+    ],
+    ids=["send", "read"],
+)
+def test_an_unknown_backend_is_refused_naming_the_setting(settings, call):
+    settings.ADS_BACKEND = "bing"
+    with pytest.raises(ImproperlyConfigured, match="ADS_BACKEND must be 'dryrun' or 'google'"):
+        call()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
@@ -227,6 +228,19 @@ def translate_error(err: Exception) -> TransientAdsError | PermanentAdsError:
     return PermanentAdsError(f"{type(err).__name__}: {err}")
 
 
+@contextmanager
+def _our_errors() -> Iterator[None]:
+    """Every call into the SDK raises only our error types: the vendor's translated by
+    `translate_error`, and a programming error (ours or an SDK change) permanent."""
+    try:
+        yield
+    except (GoogleAdsException, core_exceptions.GoogleAPICallError, grpc.RpcError) as err:
+        raise translate_error(err) from err
+    except (AttributeError, TypeError, ValueError, LookupError) as err:
+        # A bug of ours or an SDK change, never healed by waiting: no retry, one alert.
+        raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
+
+
 def set_ad_group_status(
     customer_id: str,
     ad_group_id: str,
@@ -240,7 +254,7 @@ def set_ad_group_status(
         raise ValueError(f"status must be one of {sorted(VALID_STATUSES)}, got {status!r}")
     customer_id = str(customer_id).replace("-", "")
     client = client or build_client()
-    try:
+    with _our_errors():
         # As Google's examples/basic_operations/update_ad_group.py builds it; `_raw_pb` lets the
         # field mask work with use_proto_plus True (wrapper) and False (raw protobuf) alike.
         service = client.get_service("AdGroupService", version=API_VERSION)
@@ -254,15 +268,6 @@ def set_ad_group_status(
         response = service.mutate_ad_groups(
             customer_id=customer_id, operations=[operation], timeout=timeout
         )
-    except (
-        GoogleAdsException,
-        core_exceptions.GoogleAPICallError,
-        grpc.RpcError,
-    ) as err:
-        raise translate_error(err) from err
-    except (AttributeError, TypeError, ValueError, LookupError) as err:
-        # A bug of ours or an SDK change, never healed by waiting: no retry, one alert.
-        raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
     return response.results[0].resource_name
 
 
@@ -420,16 +425,12 @@ def _search_rows(
     client: GoogleAdsClient, customer_id: str, query: str, timeout: float
 ) -> list[Any]:
     """All rows of one GAQL query, with vendor errors translated into ours."""
-    try:
+    with _our_errors():
         service = client.get_service("GoogleAdsService", version=API_VERSION)
         stream = service.search_stream(
             customer_id=str(customer_id).replace("-", ""), query=query, timeout=timeout
         )
         return [row for batch in stream for row in batch.results]
-    except (GoogleAdsException, core_exceptions.GoogleAPICallError, grpc.RpcError) as err:
-        raise translate_error(err) from err
-    except (AttributeError, TypeError, ValueError, LookupError) as err:
-        raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
 
 
 def _status_name(value: Any) -> str:
@@ -558,7 +559,7 @@ def search_ad_group_statuses(
     ids = sorted({str(int(ad_group_id)) for ad_group_id in ad_group_ids})  # numbers only
     client = client or build_client()
     found: dict[str, str] = {}
-    try:
+    with _our_errors():
         service = client.get_service("GoogleAdsService", version=API_VERSION)
         for start in range(0, len(ids), STATUS_SEARCH_BATCH):
             batch = ids[start : start + STATUS_SEARCH_BATCH]
@@ -567,12 +568,4 @@ def search_ad_group_statuses(
             for row in service.search(customer_id=customer_id, query=query, timeout=timeout):
                 ad_group = _raw_pb(row).ad_group
                 found[str(ad_group.id)] = _status_name(ad_group.status)
-    except (
-        GoogleAdsException,
-        core_exceptions.GoogleAPICallError,
-        grpc.RpcError,
-    ) as err:
-        raise translate_error(err) from err
-    except (AttributeError, TypeError, ValueError, LookupError) as err:
-        raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
     return found
