@@ -28,11 +28,8 @@ import argparse
 import functools
 import itertools
 import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -377,37 +374,11 @@ def plan(names: list[str]) -> list[tuple[str, str]]:
 
 def instructions(names: list[str], iterations: int, server_dir: Path | None) -> dict:
     """{(case, variant): {"client": per op, "server": per op}} from one valgrind run."""
-    from bench.per_job import CLIENT_MARKERS, _callgrind_total
+    from bench.per_job import callgrind_dumps
 
     steps = plan(names)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        done = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                f"--zero-before={CLIENT_MARKERS[0]}",
-                f"--dump-before={CLIENT_MARKERS[1]}",
-                sys.executable,
-                str(HERE),
-                "--child",
-                ",".join(names),
-                "--iterations",
-                str(iterations),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        client = [_callgrind_total(Path(f"{out}.{n}")) for n in range(1, len(steps) + 1)]
-    server = None
-    if server_dir is not None:
-        pid = re.findall(r"^backend_pid=(\d+)$", done.stdout, re.M)[-1]
-        server = [
-            _callgrind_total(server_dir / f"callgrind.out.{pid}.{n}")
-            for n in range(1, len(steps) + 1)
-        ]
+    child = [str(HERE), "--child", ",".join(names), "--iterations", str(iterations)]
+    client, server = callgrind_dumps(child, len(steps), server_dir)
     results = {}
     for index, step in enumerate(steps[:-1]):
         figures = {"client": (client[index] - client[-1]) / iterations}

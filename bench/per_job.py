@@ -369,6 +369,24 @@ def instructions(
     `client`: this process. `server`: its PostgreSQL backend, when the server runs under
     callgrind with SERVER_MARKERS (see the module docstring).
     """
+    child = [str(HERE), "--root", str(root), "--child", workload]
+    child += ["--jobs", str(jobs), "--history", str(history)]
+    client, server = callgrind_dumps(child, 2, server_dir)
+    per_job = {"client": (client[0] - client[1]) / jobs}
+    if server is not None:
+        per_job["server"] = (server[0] - server[1]) / jobs
+    return per_job
+
+
+def callgrind_dumps(
+    child: list[str], dumps: int, server_dir: Path | None
+) -> tuple[list[int], list[int] | None]:
+    """Run `python child…` under callgrind; the instruction totals of its `dumps` dumps.
+
+    The child marks each counted block with CLIENT_MARKERS and prints `backend_pid=N`; with
+    `server_dir` (PostgreSQL itself under callgrind, SERVER_MARKERS) its backend's dumps are
+    read too, else the second value is None. Shared with bench/handwritten.py.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         done = subprocess.run(
@@ -379,27 +397,20 @@ def instructions(
                 f"--zero-before={CLIENT_MARKERS[0]}",
                 f"--dump-before={CLIENT_MARKERS[1]}",
                 sys.executable,
-                str(HERE),
-                "--root",
-                str(root),
-                "--child",
-                workload,
-                "--jobs",
-                str(jobs),
-                "--history",
-                str(history),
+                *child,
             ],
             check=True,
             capture_output=True,
             text=True,
         )
-        full, empty = (_callgrind_total(Path(f"{out}.{n}")) for n in (1, 2))
-    per_job = {"client": (full - empty) / jobs}
-    if server_dir is not None:
-        pid = re.findall(r"^backend_pid=(\d+)$", done.stdout, re.M)[-1]
-        full, empty = (_callgrind_total(server_dir / f"callgrind.out.{pid}.{n}") for n in (1, 2))
-        per_job["server"] = (full - empty) / jobs
-    return per_job
+        client = [_callgrind_total(Path(f"{out}.{n}")) for n in range(1, dumps + 1)]
+    if server_dir is None:
+        return client, None
+    pid = re.findall(r"^backend_pid=(\d+)$", done.stdout, re.M)[-1]
+    server = [
+        _callgrind_total(server_dir / f"callgrind.out.{pid}.{n}") for n in range(1, dumps + 1)
+    ]
+    return client, server
 
 
 def _callgrind_total(path: Path) -> int:
