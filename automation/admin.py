@@ -22,10 +22,11 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import held_changes, inbox, inventory, promotions, scheduling, shopify_access
+from . import inbox, promotions, scheduling, shopify_access
 from .exceptions import InvalidPayload
 from .forms import PromotionForm
 from .models import (
+    AdGroup,
     AdGroupAction,
     BrakeSettings,
     CheckoutState,
@@ -34,20 +35,23 @@ from .models import (
     DataRequest,
     Delivery,
     HeldChange,
+    Location,
     MarginRule,
     Promotion,
+    Product,
     PromotionAdGroup,
     ReconcileRun,
     ReminderDecision,
     ReminderSettings,
     StockLevel,
     SuppressedAddress,
-    WatchedItem,
+    Variant,
+    WatchedProduct,
 )
 from .privacy import mask_email
-from .setup.forms import WatchedItemForm
 from .sources import load_body
 from .sources.events import parse_event
+from .stock import apply, facts, held_changes, manual, selectors
 
 # The header names the shop, not "Django administration"; "View site" leads to the dashboard.
 admin.site.site_header = settings.SHOP_NAME
@@ -193,7 +197,7 @@ class ReasonForm(forms.Form):
 
     reason = forms.CharField(
         label=_("reason"),
-        max_length=WatchedItem._meta.get_field("manual_reason").max_length,
+        max_length=AdGroup._meta.get_field("manual_reason").max_length,
         help_text=_("Why, for the log, e.g. “supplier delayed until Friday”."),
     )
 
@@ -207,77 +211,39 @@ STATUS_SINCE_FORMAT = "j. N, H:i"
 """How the status column dates a change, with Django's localised month names ("1. Dez., 07:46")."""
 
 
-def _last_actions() -> QuerySet[AdGroupAction]:
-    return AdGroupAction.objects.filter(
-        customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
-    ).order_by("-requested_at", "-pk")
+def product_stock_text(product: WatchedProduct) -> str:
+    """What the product's stock said the last time it was decided, and what decided."""
+    if product.decided_at is None:
+        return str(_("no stock known yet"))
+    return facts.stored_sellability(product).reason.text()
 
 
-def with_status(queryset: QuerySet[WatchedItem]) -> QuerySet[WatchedItem]:
-    """Watched items with what their status column needs, in the same query (no N+1).
-
-    `current` is the last status sent (failed calls aside), `since` the first action of the
-    current run of that status, `last_result`/`last_failure` how the newest call went, and
-    `stock` the stored total (NULL while no tracked level is stored).
-    """
-    sent = _last_actions().exclude(result=AdGroupAction.Result.FAILED)
-    stock = (
-        StockLevel.objects.filter(inventory_item_id=OuterRef("inventory_item_id"))
-        .values("inventory_item_id")
-        .annotate(total=Sum("available"))
-        .values("total")
-    )
-    return (
-        queryset.select_related("manual_by")
-        .annotate(
-            stock=Subquery(stock),
-            last_result=Subquery(_last_actions().values("result")[:1]),
-            last_failure=Subquery(_last_actions().values("error")[:1]),
-            current=Subquery(sent.values("desired_status")[:1]),
-        )
-        .annotate(
-            changed_at=Subquery(
-                sent.exclude(desired_status=OuterRef("current")).values("requested_at")[:1]
-            )
-        )
-        .annotate(
-            since=Subquery(
-                sent.filter(
-                    desired_status=OuterRef("current"),
-                    requested_at__gt=Coalesce(
-                        OuterRef("changed_at"), Value(datetime.min.replace(tzinfo=UTC))
-                    ),
-                )
-                .order_by("requested_at", "pk")
-                .values("requested_at")[:1]
-            )
-        )
-    )
-
-
-def status_text(item: WatchedItem) -> tuple[str, str]:
-    """The status column's words and their hover text, from `with_status`'s annotations."""
-    stock = item.stock
-    if not item.enabled:
-        return str(_("switched off – not watched")), ""
-    if item.manual_status:
-        who = item.manual_by.get_username() if item.manual_by else "?"
-        when = formats.date_format(timezone.localtime(item.manual_at), STATUS_SINCE_FORMAT)
+def ad_group_status_text(group: AdGroup, stock: int | None, pause_at: int) -> tuple[str, str]:
+    """One ad group's status words and their hover text, from the selector's annotations."""
+    if group.missing:
+        return str(group.get_missing_display()), ""
+    if group.manual_status:
+        who = group.manual_by.get_username() if group.manual_by else "?"
+        when = formats.date_format(timezone.localtime(group.manual_at), STATUS_SINCE_FORMAT)
         hover = _("%(reason)s (%(who)s, %(when)s)") % {
-            "reason": item.manual_reason,
+            "reason": group.manual_reason,
             "who": who,
             "when": when,
         }
-        if item.manual_status == AdGroupAction.Status.PAUSED:
+        if group.manual_status == AdGroupAction.Status.PAUSED:
             return str(_("manually paused")), hover
         return str(_("manually enabled")), hover
-    if item.current == AdGroupAction.Status.PAUSED:
-        text = _("paused since %(since)s – stock %(stock)s ≤ %(pause_at)s") % {
-            "since": formats.date_format(timezone.localtime(item.since), STATUS_SINCE_FORMAT),
-            "stock": "?" if stock is None else formats.localize(stock),
-            "pause_at": formats.localize(item.pause_at),
+    if group.held:
+        text = _("held (safety brake) – stock %(stock)s") % {
+            "stock": "?" if stock is None else formats.localize(stock)
         }
-    elif item.current == AdGroupAction.Status.ENABLED:
+    elif group.current == AdGroupAction.Status.PAUSED:
+        text = _("paused since %(since)s – stock %(stock)s ≤ %(pause_at)s") % {
+            "since": formats.date_format(timezone.localtime(group.since), STATUS_SINCE_FORMAT),
+            "stock": "?" if stock is None else formats.localize(stock),
+            "pause_at": formats.localize(pause_at),
+        }
+    elif group.current == AdGroupAction.Status.ENABLED:
         text = _("running – stock %(stock)s") % {
             "stock": "?" if stock is None else formats.localize(stock)
         }
@@ -285,152 +251,85 @@ def status_text(item: WatchedItem) -> tuple[str, str]:
         text = _("no stock known yet")
     else:
         text = _("not switched yet – stock %(stock)s") % {"stock": formats.localize(stock)}
-    if item.last_result == AdGroupAction.Result.FAILED:
-        return f"{text} · {_('last change failed')}", item.last_failure or ""
+    if group.last_result == AdGroupAction.Result.FAILED:
+        return f"{text} · {_('last change failed')}", group.last_failure or ""
     return str(text), ""
 
 
-def describe(decision: inventory.Decision) -> tuple[int, str]:
-    """The message level and text that say what deciding a row again did."""
-    values = {
-        "label": decision.label,
-        "stock": "?" if decision.total is None else formats.localize(decision.total),
-        "pause_at": formats.localize(decision.pause_at),
-    }
-    if decision.error:
-        return messages.WARNING, _(
-            "Google Ads did not take the change for %(label)s: %(error)s. The change is saved; "
-            "the next stock update or the nightly reconciliation sets the ad group again."
-        ) % {**values, "error": decision.error}
-    if not decision.watched:
-        return messages.INFO, _("%(label)s is switched off: the ad group was not changed.") % values
-    if decision.status is None:
-        return messages.INFO, _(
-            "No stock known yet for %(label)s: the ad group stays as it is until the first "
-            "stock update."
-        ) % values
-    if decision.held == AdGroupAction.Status.PAUSED:
-        text = _("Ad group paused manually (%(label)s); the stock does not change it.")
-    elif decision.held:
-        text = _("Ad group enabled manually (%(label)s); the stock does not change it.")
-    elif decision.status == AdGroupAction.Status.PAUSED:
-        text = _("Ad group paused: stock %(stock)s ≤ %(pause_at)s (%(label)s)")
-    else:
-        text = _("Ad group running: stock %(stock)s > %(pause_at)s (%(label)s)")
-    text = text % values
-    if settings.ADS_BACKEND == "dryrun":
-        text = f"{text} – {_('dry run: not sent to Google Ads')}"
-    return messages.SUCCESS, text
-
-
-@admin.register(WatchedItem)
-class WatchedItemAdmin(admin.ModelAdmin):
-    """The list says what matters (status, threshold, stock); the rest is on the item's page.
-
-    Every save decides the item again from the stored levels, after the save has committed
-    (source `admin`); manual pause and enable hold until released.
-    """
-
-    form = WatchedItemForm  # product and ad group picked by name (automation/setup/forms.py)
-    list_display = ("label", "product", "status", "pause_at", "stock_display")
-    list_display_links = ("label",)
-    list_editable = ("pause_at",)
-    list_filter = ("enabled", "manual_status")
-    search_fields = ("label", "inventory_item_id", "ad_group_id")
-    actions = ["pause_manually", "enable_manually", "release_manual"]
-    readonly_fields = (
-        "status",
-        "stock_display",
-        "manual_status",
-        "manual_reason",
-        "manual_by",
-        "manual_at",
-        "ad_group_changes",
-    )
-    fieldsets = (
-        (None, {"fields": ("label", "inventory_item_id", "pause_at", "enabled")}),
-        (_("Google Ads"), {"fields": ("ad_group_id", "customer_id")}),
-        (
-            _("Status"),
-            {
-                "fields": (
-                    "status",
-                    "stock_display",
-                    "manual_status",
-                    "manual_reason",
-                    "manual_by",
-                    "manual_at",
-                    "ad_group_changes",
+def describe(product: WatchedProduct, settled: list[apply.Settled]) -> list[tuple[int, str]]:
+    """The messages that say what deciding a watched product again did, one per ad group."""
+    if not product.enabled:
+        return [
+            (
+                messages.INFO,
+                _("%(label)s is switched off: the ad groups were not changed.")
+                % {"label": product.label},
+            )
+        ]
+    said = []
+    for done in settled:
+        values = {"label": product.label, "group": done.name, "reason": done.reason}
+        if done.error is not None:
+            said.append(
+                (
+                    messages.WARNING,
+                    _(
+                        "Google Ads did not take the change for %(group)s (%(label)s): "
+                        "%(error)s. The change is saved; the next stock update or the nightly "
+                        "reconciliation sets the ad group again."
+                    )
+                    % {**values, "error": done.error},
                 )
-            },
-        ),
-        (_("Dashboard"), {"fields": ("clicks_per_day", "cost_per_click")}),
-    )
+            )
+            continue
+        if done.result == apply.MISSING:
+            text = _("%(group)s is missing in Google Ads: skipped.")
+        elif done.status is None:
+            text = _(
+                "No stock known yet for %(label)s: %(group)s stays as it is until the first "
+                "stock update."
+            )
+        elif done.manual:
+            text = _("%(group)s is held manually; the stock does not change it.")
+        elif done.result == AdGroupAction.Result.HELD:
+            text = _("%(group)s: pause held by the safety brake (%(reason)s)")
+        elif done.status == AdGroupAction.Status.PAUSED:
+            text = _("Ad group %(group)s paused: %(reason)s")
+        else:
+            text = _("Ad group %(group)s running: %(reason)s")
+        text = text % values
+        if settings.ADS_BACKEND == "dryrun" and done.status is not None:
+            text = f"{text} – {_('dry run: not sent to Google Ads')}"
+        said.append((messages.SUCCESS, text))
+    return said
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WatchedItem]:
-        return with_status(super().get_queryset(request))
 
-    @admin.display(description=_("product"), ordering="inventory_item_id")
-    def product(self, obj: WatchedItem) -> int:
-        return obj.inventory_item_id
+class ManualControlMixin:
+    """Manual pause, enable and release of ad groups, with a reason page in between; a
+    watched product's buttons act on all of its ad groups."""
 
-    @admin.display(description=_("status"))
-    def status(self, obj: WatchedItem) -> str:
-        if obj.pk is None:
-            return "–"
-        text, hover = status_text(obj)
-        dry_run = settings.ADS_BACKEND == "dryrun" or (
-            obj.last_result == AdGroupAction.Result.DRY_RUN
-        )
-        badge = (
-            format_html(' <span class="dry-run-badge">{}</span>', _("dry run")) if dry_run else ""
-        )
-        if hover:
-            return format_html('<span title="{}">{}</span>{}', hover, text, badge)
-        return format_html("<span>{}</span>{}", text, badge)
+    manual_url_name = ""
 
-    @admin.display(description=_("available now"), ordering="stock")
-    def stock_display(self, obj: WatchedItem) -> str:
-        stock = getattr(obj, "stock", None)
-        return "–" if stock is None else formats.localize(stock)
-
-    @admin.display(description=_("ad group changes"))
-    def ad_group_changes(self, obj: WatchedItem) -> str:
-        if obj.pk is None:
-            return "–"
-        url = reverse("admin:automation_adgroupaction_changelist")
-        query = urlencode({"customer_id": obj.customer_id, "ad_group_id": obj.ad_group_id})
-        return format_html('<a href="{}?{}">{}</a>', url, query, _("show the log"))
-
-    # --- a save decides again ---------------------------------------------------------------
-
-    def save_model(self, request: HttpRequest, obj: WatchedItem, form, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        # After the commit: an Ads error is shown, never loses the save.
-        transaction.on_commit(lambda: self._decide_again(request, obj))
-
-    def _decide_again(self, request: HttpRequest, obj: WatchedItem) -> None:
-        level, text = describe(inventory.redecide(obj))
-        self.message_user(request, text, level)
-
-    # --- manual pause, enable, release -------------------------------------------------------
+    def ad_groups_of(self, objects) -> list[AdGroup]:
+        raise NotImplementedError
 
     def get_urls(self):
         manual = path(
             "<path:object_id>/manual/<str:verb>/",
             self.admin_site.admin_view(self.manual_view),
-            name="automation_watcheditem_manual",
+            name=self.manual_url_name,
         )
         return [manual, *super().get_urls()]
 
     def manual_view(self, request: HttpRequest, object_id: str, verb: str) -> HttpResponse:
-        """The item page's buttons: a form for the reason, then the manual change."""
+        """The page's buttons: a form for the reason, then the manual change."""
         obj = self.get_object(request, object_id)
         if obj is None or verb not in MANUAL_VERBS:
             raise Http404
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
-        change_url = reverse("admin:automation_watcheditem_change", args=[obj.pk])
+        meta = self.model._meta
+        change_url = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
         form = ReasonForm(request.POST or None) if verb != "release" else None
         if request.method == "POST" and (form is None or form.is_valid()):
             reason = form.cleaned_data["reason"] if form is not None else ""
@@ -438,7 +337,7 @@ class WatchedItemAdmin(admin.ModelAdmin):
             return redirect(change_url)
         return self._reason_page(request, [obj], verb, form, action="", cancel_url=change_url)
 
-    def _reason_page(self, request, items, verb, form, *, action, cancel_url) -> HttpResponse:
+    def _reason_page(self, request, objects, verb, form, *, action, cancel_url) -> HttpResponse:
         titles = {
             "pause": _("Pause manually"),
             "enable": _("Enable manually"),
@@ -448,57 +347,206 @@ class WatchedItemAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": titles[verb],
-            "items": items,
+            "ad_groups": self.ad_groups_of(objects),
             "form": form,
             "verb": verb,
             "action": action,
-            "selected": [item.pk for item in items],
+            "selected": [obj.pk for obj in objects],
             "cancel_url": cancel_url,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
-        return TemplateResponse(request, "admin/automation/watcheditem/manual.html", context)
+        return TemplateResponse(request, "admin/automation/manual.html", context)
 
-    def _apply_manual(self, request, items, verb: str, reason: str) -> None:
-        for item in items:
+    def _apply_manual(self, request, objects, verb: str, reason: str) -> None:
+        for group in self.ad_groups_of(objects):
             if verb == "release":
-                decision = inventory.release_manual(item, request.user)
+                done = manual.release_manual(group, request.user)
                 self.message_user(
                     request,
-                    _("Manual control released for %(label)s.") % {"label": item.label},
+                    _("Manual control released for %(group)s.") % {"group": group},
                     messages.INFO,
                 )
             else:
-                decision = inventory.set_manual(item, MANUAL_VERBS[verb], reason, request.user)
-            level, text = describe(decision)
+                done = manual.set_manual(group, MANUAL_VERBS[verb], reason, request.user)
+            level = messages.WARNING if done.error else messages.SUCCESS
+            text = done.reason if done.error is None else f"{group}: {done.error}"
+            if settings.ADS_BACKEND == "dryrun" and done.error is None:
+                text = f"{text} – {_('dry run: not sent to Google Ads')}"
             self.message_user(request, text, level)
 
     def _manual_action(self, request, queryset, verb: str):
-        items = list(queryset)
+        objects = list(queryset)
         form = ReasonForm(request.POST if "confirm" in request.POST else None)
         if verb == "release" or ("confirm" in request.POST and form.is_valid()):
             reason = "" if verb == "release" else form.cleaned_data["reason"]
-            self._apply_manual(request, items, verb, reason)
+            self._apply_manual(request, objects, verb, reason)
             return None
+        meta = self.model._meta
         return self._reason_page(
             request,
-            items,
+            objects,
             verb,
             form,
             action=f"{verb}_manually" if verb != "release" else "release_manual",
-            cancel_url=reverse("admin:automation_watcheditem_changelist"),
+            cancel_url=reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"),
         )
 
     @admin.action(description=_("Pause manually"), permissions=["change"])
-    def pause_manually(self, request: HttpRequest, queryset: QuerySet[WatchedItem]):
+    def pause_manually(self, request: HttpRequest, queryset):
         return self._manual_action(request, queryset, "pause")
 
     @admin.action(description=_("Enable manually"), permissions=["change"])
-    def enable_manually(self, request: HttpRequest, queryset: QuerySet[WatchedItem]):
+    def enable_manually(self, request: HttpRequest, queryset):
         return self._manual_action(request, queryset, "enable")
 
     @admin.action(description=_("Release manual control"), permissions=["change"])
-    def release_manual(self, request: HttpRequest, queryset: QuerySet[WatchedItem]):
+    def release_manual(self, request: HttpRequest, queryset):
         return self._manual_action(request, queryset, "release")
+
+
+@admin.register(WatchedProduct)
+class WatchedProductAdmin(ManualControlMixin, admin.ModelAdmin):
+    """The list says what matters (status per ad group, levels, stock); the rest is on the
+    product's page. Every save decides the product again from the stored levels, after the
+    save has committed (source `admin`)."""
+
+    manual_url_name = "automation_watchedproduct_manual"
+    list_display = ("label", "product", "status", "pause_at", "resume_at", "stock_display")
+    list_display_links = ("label",)
+    list_editable = ("pause_at", "resume_at")
+    list_filter = ("enabled",)
+    search_fields = ("label", "product_id", "ad_groups__ad_group_id", "ad_groups__name")
+    actions = ["pause_manually", "enable_manually", "release_manual"]
+    filter_horizontal = ("ad_groups", "variants")
+    readonly_fields = ("status", "stock_display", "decided", "ad_group_changes")
+    fieldsets = (
+        (None, {"fields": ("label", "product_id", "variants", "pause_at", "resume_at", "enabled")}),
+        (_("Google Ads"), {"fields": ("ad_groups",)}),
+        (_("Status"), {"fields": ("status", "stock_display", "decided", "ad_group_changes")}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WatchedProduct]:
+        return selectors.watched_products_with_status(super().get_queryset(request))
+
+    def ad_groups_of(self, objects) -> list[AdGroup]:
+        keys = {group.key for product in objects for group in product.ad_groups.all()}
+        return apply.ad_group_rows(keys)
+
+    @admin.display(description=_("product"), ordering="product_id")
+    def product(self, obj: WatchedProduct) -> str:
+        return "–" if obj.product_id is None else str(obj.product_id)
+
+    @admin.display(description=_("status"))
+    def status(self, obj: WatchedProduct) -> str:
+        if obj.pk is None:
+            return "–"
+        if not obj.enabled:
+            return str(_("switched off – not watched"))
+        lines = []
+        for group in obj.ad_groups.all():
+            text, hover = ad_group_status_text(group, obj.stock, obj.pause_at)
+            lines.append((hover, f"{group}: {text}" if obj.ad_groups.count() > 1 else text))
+        dry_run = settings.ADS_BACKEND == "dryrun"
+        badge = (
+            format_html(' <span class="dry-run-badge">{}</span>', _("dry run")) if dry_run else ""
+        )
+        body = format_html_join(mark_safe("<br>"), '<span title="{}">{}</span>', lines)
+        return format_html("{}{}", body or "–", badge)
+
+    @admin.display(description=_("available now"), ordering="stock")
+    def stock_display(self, obj: WatchedProduct) -> str:
+        return "–" if obj.stock is None else formats.localize(obj.stock)
+
+    @admin.display(description=_("decided by"))
+    def decided(self, obj: WatchedProduct) -> str:
+        return product_stock_text(obj) if obj.pk else "–"
+
+    @admin.display(description=_("ad group changes"))
+    def ad_group_changes(self, obj: WatchedProduct) -> str:
+        if obj.pk is None:
+            return "–"
+        url = reverse("admin:automation_adgroupaction_changelist")
+        links = [
+            (f"{url}?{urlencode({'customer_id': g.customer_id, 'ad_group_id': g.ad_group_id})}", g)
+            for g in obj.ad_groups.all()
+        ]
+        return format_html_join(", ", '<a href="{}">{}</a>', links) or "–"
+
+    # --- a save decides again ---------------------------------------------------------------
+
+    def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:
+        before = set()
+        if change:
+            before = {g.key for g in WatchedProduct.objects.get(pk=form.instance.pk).ad_groups.all()}
+        super().save_related(request, form, formsets, change)
+        obj = form.instance
+        # After the commit: an Ads error is shown, never loses the save.
+        transaction.on_commit(lambda: self._decide_again(request, obj, before))
+
+    def _decide_again(self, request: HttpRequest, obj: WatchedProduct, before: set) -> None:
+        settled = apply.redecide([obj.pk], source=AdGroupAction.Source.ADMIN, also=before)
+        obj.refresh_from_db()
+        for level, text in describe(obj, settled):
+            self.message_user(request, text, level)
+
+
+@admin.register(AdGroup)
+class AdGroupAdmin(ManualControlMixin, admin.ModelAdmin):
+    """The ad groups we switch: names, manual state, whether Google Ads still has them."""
+
+    manual_url_name = "automation_adgroup_manual"
+    list_display = ("__str__", "ad_group_id", "customer_id", "manual_status", "missing")
+    list_filter = ("manual_status", "missing")
+    search_fields = ("name", "campaign_name", "ad_group_id")
+    actions = ["pause_manually", "enable_manually", "release_manual"]
+    readonly_fields = ("manual_status", "manual_reason", "manual_by", "manual_at", "missing_since")
+    fields = (
+        "name",
+        "campaign_name",
+        "customer_id",
+        "ad_group_id",
+        "manual_status",
+        "manual_reason",
+        "manual_by",
+        "manual_at",
+        "missing",
+        "missing_since",
+        "clicks_per_day",
+        "cost_per_click",
+    )
+
+    def ad_groups_of(self, objects) -> list[AdGroup]:
+        return list(objects)
+
+
+@admin.register(Location)
+class LocationAdmin(admin.ModelAdmin):
+    """Where stock is kept; the merchant decides whether a location's stock counts."""
+
+    list_display = ("__str__", "location_id", "fulfills_online_orders", "counting")
+    list_editable = ("counting",)
+    readonly_fields = ("location_id", "name", "fulfills_online_orders", "is_active")
+    fields = ("location_id", "name", "fulfills_online_orders", "is_active", "counting")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Location, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        transaction.on_commit(lambda: apply.redecide_counting(obj.location_id))
+
+
+@admin.register(Product)
+class ProductAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "product_id", "status", "updated_at", "deleted_at")
+    search_fields = ("title", "product_id")
+
+
+@admin.register(Variant)
+class VariantAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "product", "sku", "inventory_item_id", "tracked", "inventory_policy")
+    search_fields = ("title", "sku", "inventory_item_id", "variant_id")
+    list_select_related = ("product",)
 
 
 @admin.register(AdGroupAction)

@@ -4,12 +4,9 @@
 the Google Ads API through `adapters.google_ads`, retrying transient errors inside the job, but
 never past the job's deadline: what is left then goes to the job's RQ retry.
 
-Two gates stand before every call (`apply_status`):
-- only on change: a status equal to the one the backend last confirmed for the ad group
-  (`AdGroupState`) is not sent; an unknown state (no row) always sends. The state row is
-  locked (`FOR UPDATE`) from the check to its update, so two jobs for one ad group take turns.
-- the safety brake: a stock-driven pause is held (`HeldChange`, one alert per episode) once the
-  window's pauses reach the limit of `BrakeSettings`; enables are never held.
+Only the stock's one locked path (`automation.stock.apply`) decides what to send; this module
+sends it, logs it (`AdGroupAction`), and remembers what the backend confirmed (`AdGroupState`),
+so an unchanged status is not sent again.
 """
 
 import functools
@@ -25,17 +22,9 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from rq import Queue, get_current_job
 
-from . import alerts, metrics, rows
+from . import metrics, rows
 from .exceptions import PermanentAdsError, TransientAdsError
-from .models import (
-    AdGroupAction,
-    AdGroupState,
-    BrakeEpisode,
-    BrakeSettings,
-    Delivery,
-    HeldChange,
-    WatchedItem,
-)
+from .models import AdGroupAction, AdGroupState
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +32,6 @@ Result = AdGroupAction.Result
 Status = AdGroupAction.Status
 Source = AdGroupAction.Source
 
-UNCHANGED = "unchanged"
-"""`apply_status`'s answer when the backend already has the status: nothing sent, nothing logged."""
-BRAKED_SOURCES = (Source.WEBHOOK, Source.RECONCILE)
-"""Pauses that follow the stock pass the brake; promotions and the merchant's own do not."""
 SENT_RESULTS = (Result.APPLIED, Result.DRY_RUN)
 
 
@@ -104,70 +89,37 @@ def send_status(customer_id: str, ad_group_id: str, status: str) -> str:
     return Result.APPLIED
 
 
-def apply_status(
-    *,
-    customer_id: str,
-    ad_group_id: str,
-    status: str,
-    reason: str,
-    source: str,
-    delivery: Delivery | None = None,
-    brake: bool = True,
-) -> str:
-    """Send a status change unless the backend has it already or the brake holds it; log it.
+def send_logged(fields: dict[str, Any]) -> tuple[str, TransientAdsError | PermanentAdsError | None]:
+    """Send one status change and log it; returns the result and the failure, if any.
 
-    Returns what happened: `applied` / `dry_run` (sent), `unchanged` (not sent, not logged) or
-    `held` (logged, not sent). A failure is logged too, then re-raised. `brake=False` is for
-    the merchant's own decision on held changes.
+    `fields` are the AdGroupAction's (customer_id, ad_group_id, desired_status, reason, source,
+    delivery, requested_at). A success is logged `applied` / `dry_run` and becomes the
+    confirmed status; a failure is logged `failed` and returned, never raised, so the
+    caller's transaction (which holds the ad group's lock) is not marked for rollback: the
+    caller raises it once its transaction is safe.
     """
-    requested_at = timezone.now()
-    fields = {
-        "customer_id": customer_id,
-        "ad_group_id": ad_group_id,
-        "desired_status": status,
-        "reason": reason[:500],
-        "source": source,
-        "delivery": delivery,
-        "requested_at": requested_at,
-    }
+    customer_id, ad_group_id = fields["customer_id"], fields["ad_group_id"]
+    fields = {**fields, "reason": fields["reason"][:500]}
     if not customer_id:
         err = PermanentAdsError(
-            "no Google Ads customer id: set GOOGLE_ADS_CUSTOMER_ID or the item's"
+            "no Google Ads customer id: set GOOGLE_ADS_CUSTOMER_ID or the ad group's"
         )
         AdGroupAction.objects.create(**fields, result=Result.FAILED, error=str(err))
-        raise err
-    backend = settings.ADS_BACKEND
-    failure: TransientAdsError | PermanentAdsError | None = None
-    # No savepoint: inside the inbox's transaction the lock lasts until its commit; alone (a
-    # promotion's edge) this is the transaction. Nothing may raise out of this block, or the
-    # caller's transaction would be marked for rollback: the failure is raised after it.
-    with transaction.atomic(savepoint=False):
-        # The merchant's own manual pause or enable is always sent and logged: it is rare, it
-        # names who and why, and it confirms the status Google Ads really has.
-        if (
-            confirmed_status(backend, customer_id, ad_group_id, lock=True) == status
-            and source != Source.MANUAL
-        ):
-            return UNCHANGED
-        if brake and status == Status.PAUSED and source in BRAKED_SOURCES:
-            held_by = _brake_engaged(customer_id, ad_group_id, requested_at)
-            if held_by is not None:
-                _hold(fields, held_by)
-                return Result.HELD
-        try:
-            result = send_status(customer_id, ad_group_id, status)
-        except (TransientAdsError, PermanentAdsError) as err:
-            AdGroupAction.objects.create(**fields, result=Result.FAILED, error=str(err)[:2000])
-            failure = err
-        else:
-            applied_at = timezone.now()
-            rows.insert(AdGroupAction, **fields, result=result, applied_at=applied_at)
-            confirm(backend, customer_id, ad_group_id, status, applied_at)
-    if failure is not None:
-        raise failure
+        return Result.FAILED, err
+    try:
+        result = send_status(customer_id, ad_group_id, fields["desired_status"])
+    except (TransientAdsError, PermanentAdsError) as err:
+        AdGroupAction.objects.create(**fields, result=Result.FAILED, error=str(err)[:2000])
+        return Result.FAILED, err
+    applied_at = timezone.now()
+    rows.insert(AdGroupAction, **fields, result=result, applied_at=applied_at)
+    confirm(settings.ADS_BACKEND, customer_id, ad_group_id, fields["desired_status"], applied_at)
+    delivery = fields.get("delivery")
     if delivery is not None and delivery.triggered_at is not None:
-        metrics.REACTION_SECONDS.observe((requested_at - delivery.triggered_at).total_seconds())
-    return result
+        metrics.REACTION_SECONDS.observe(
+            (fields["requested_at"] - delivery.triggered_at).total_seconds()
+        )
+    return result, None
 
 
 # --- only on change ------------------------------------------------------------------------
@@ -178,12 +130,24 @@ def confirmed_status(
 ) -> str | None:
     """The status the backend last confirmed for the ad group; None when unknown.
 
-    Asked before every status an inventory job decides: written out like the job's other
-    statements (`rows.execute`), where the ORM compiled the same SELECT anew each time.
+    Asked before every status the stock decides: written out like the job's other statements
+    (`rows.execute`), where the ORM compiled the same SELECT anew each time.
     """
     for_update = lock and connection.features.has_select_for_update
     found = rows.execute(_confirmed_status_sql(for_update), [backend, customer_id, ad_group_id])
     return found[0][0] if found else None
+
+
+def confirmed_state(
+    backend: str, customer_id: str, ad_group_id: str, *, lock: bool = False
+) -> tuple[str, datetime] | None:
+    """The confirmed status and when it was confirmed; None when unknown."""
+    found = AdGroupState.objects.filter(
+        backend=backend, customer_id=customer_id, ad_group_id=ad_group_id
+    )
+    if lock:
+        found = found.select_for_update()
+    return found.values_list("confirmed_status", "confirmed_at").first()
 
 
 # Hand-written SQL, kept for speed only (`AdGroupState.objects.filter(…).select_for_update()
@@ -242,102 +206,3 @@ def read_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, str]:
     return google_ads.search_ad_group_statuses(
         customer_id, ad_group_ids, timeout=settings.ADS_CALL_TIMEOUT, client=google_client()
     )
-
-
-# --- the safety brake ----------------------------------------------------------------------
-
-
-def watched_ad_groups() -> int:
-    """How many ad groups follow their stock: the base of the brake's share."""
-    return (
-        WatchedItem.objects.filter(enabled=True)
-        .values("customer_id", "ad_group_id")
-        .distinct()
-        .count()
-    )
-
-
-def _brake_engaged(customer_id: str, ad_group_id: str, now: datetime) -> BrakeEpisode | None:
-    """The open brake episode this pause is held by, opening one if this pause is one too many.
-
-    Runs with the settings row locked until the transaction ends, so concurrent pauses are
-    counted one after the other (each sees the pauses committed before it).
-    """
-    BrakeSettings.load()
-    config = BrakeSettings.objects.select_for_update().get(pk=1)
-    if not config.enabled:
-        return None
-    episode = BrakeEpisode.objects.filter(is_open=True).first()
-    if episode is not None:
-        return episode
-    watched = watched_ad_groups()
-    allowed = config.allowed_pauses(watched)
-    since = now - timedelta(minutes=config.window_minutes)
-    # Ad groups, not calls: one product that sells out, restocks and sells out again in the
-    # window is one ad group; this one's own earlier pause does not count against it.
-    others = (
-        AdGroupAction.objects.filter(
-            desired_status=Status.PAUSED,
-            result__in=SENT_RESULTS,
-            source__in=BRAKED_SOURCES,
-            requested_at__gte=since,
-        )
-        .exclude(customer_id=customer_id, ad_group_id=ad_group_id)
-        .values("customer_id", "ad_group_id")
-        .distinct()
-        .count()
-    )
-    if others < allowed:
-        return None
-    sent = others
-    episode = BrakeEpisode.objects.create(
-        started_at=now,
-        # Written in the active language (the shop's, in the worker: LANGUAGE_CODE).
-        reason=gettext(
-            "%(sent)s ad groups paused within %(minutes)s minutes; the limit is %(allowed)s "
-            "(%(share)s %% of %(watched)s watched ad groups, at most %(count)s)"
-        )
-        % {
-            "sent": sent,
-            "minutes": config.window_minutes,
-            "allowed": allowed,
-            "share": config.max_share_percent,
-            "watched": watched,
-            "count": config.max_count,
-        },
-    )
-    episode_id = episode.pk
-    transaction.on_commit(lambda: alerts.brake_engaged(episode_id))
-    return episode
-
-
-def _hold(fields: dict, episode: BrakeEpisode) -> None:
-    """Log the pause as held and keep it (one open held change per ad group) for the merchant."""
-    reason = fields["reason"]
-    rows.insert(
-        AdGroupAction,
-        **{**fields, "reason": gettext("%(reason)s (held: safety brake)") % {"reason": reason}},
-        result=Result.HELD,
-    )
-    updated = HeldChange.objects.filter(
-        customer_id=fields["customer_id"],
-        ad_group_id=fields["ad_group_id"],
-        resolution=HeldChange.Resolution.OPEN,
-    ).update(reason=reason, source=fields["source"], held_at=fields["requested_at"])
-    if not updated:
-        HeldChange.objects.create(
-            episode=episode,
-            customer_id=fields["customer_id"],
-            ad_group_id=fields["ad_group_id"],
-            desired_status=fields["desired_status"],
-            reason=reason,
-            source=fields["source"],
-            held_at=fields["requested_at"],
-        )
-
-
-def open_held(customer_id: str, ad_group_id: str) -> bool:
-    """Whether a pause of this ad group waits for the merchant's decision."""
-    return HeldChange.objects.filter(
-        customer_id=customer_id, ad_group_id=ad_group_id, resolution=HeldChange.Resolution.OPEN
-    ).exists()

@@ -9,7 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from . import reminder_mail
-from .models import BrakeEpisode, Delivery
+from django.utils.translation import gettext
+
+from .models import AdGroup, BrakeEpisode, Delivery, WatchedProduct
 
 logger = logging.getLogger(__name__)
 
@@ -62,3 +64,45 @@ def brake_engaged(episode_id: int) -> None:
         f"{settings.PUBLIC_BASE_URL}{path}\n"
     )
     send("[Elbkerzen] Safety brake: pauses held", body)
+
+
+def ad_group_missing(ad_group_pk: int) -> None:
+    """Tell the merchant an ad group is gone from Google Ads; once, when it is first marked."""
+    group = AdGroup.objects.filter(pk=ad_group_pk).first()
+    if group is None or not group.missing:
+        return
+    products = ", ".join(group.watched_products.values_list("label", flat=True)) or "–"
+    path = reverse("admin:automation_adgroup_change", args=[group.pk])
+    subject = gettext("[Elbkerzen] Ad group %(name)s: %(state)s") % {
+        "name": group,
+        "state": group.get_missing_display(),
+    }
+    body = gettext(
+        "Google Ads reports the ad group %(name)s (id %(id)s, account %(customer)s) as "
+        "“%(state)s”. It is skipped from now on; nothing is sent for it until the nightly "
+        "run finds it in Google Ads again.\n\nWatched products that control it: "
+        "%(products)s.\nChoose another ad group for them, or remove it:\n%(url)s\n"
+    ) % {
+        "name": group,
+        "id": group.ad_group_id,
+        "customer": group.customer_id,
+        "state": group.get_missing_display(),
+        "products": products,
+        "url": f"{settings.PUBLIC_BASE_URL}{path}",
+    }
+    send(subject, body)
+
+
+def product_deleted(watched_product_pks: list[int]) -> None:
+    """Tell the merchant that products Shopify deleted are no longer watched."""
+    from_models = WatchedProduct.objects.filter(pk__in=watched_product_pks)
+    labels = ", ".join(from_models.values_list("label", flat=True))
+    if not labels:
+        return
+    path = reverse("admin:automation_watchedproduct_changelist")
+    subject = gettext("[Elbkerzen] Deleted in Shopify: %(labels)s") % {"labels": labels}
+    body = gettext(
+        "Shopify deleted the product %(labels)s. It is no longer watched: its ad groups stay "
+        "as they are unless another watched product controls them. Check them here:\n%(url)s\n"
+    ) % {"labels": labels, "url": f"{settings.PUBLIC_BASE_URL}{path}"}
+    send(subject, body)

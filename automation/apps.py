@@ -9,4 +9,5 @@ class AutomationConfig(AppConfig):
 
     def ready(self) -> None:
         # register the topic handlers and the deploy checks
-        from . import checkouts, checks, inventory, privacy  # noqa: F401
+        from . import checkouts, checks, privacy  # noqa: F401
+        from .stock import handlers  # noqa: F401

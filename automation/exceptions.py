@@ -62,3 +62,12 @@ class TransientAdsError(Exception):
 
 class PermanentAdsError(PermanentError):
     """A Google Ads failure retrying cannot fix (authentication, permission, unknown ad group)."""
+
+
+class AdGroupMissing(PermanentAdsError):
+    """Google Ads has no such ad group (`not_found`) or it was removed (`removed`)."""
+
+    def __init__(self, message: str, *, kind: str, ad_group_id: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.ad_group_id = ad_group_id

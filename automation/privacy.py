@@ -21,7 +21,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.db.models import Q
 
-from . import alerts, claims, reconcile, shopify_access
+from . import alerts, claims, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
 from .addresses import address_key, identifying_address
 from .handling import Outcome, handles
@@ -181,10 +181,10 @@ def check_admin_access() -> AccessCheck:
     """Ask the shop's Admin API whether our access still works, without changing anything.
 
     Uses the one configured Admin client (static token or client credentials,
-    reconcile.admin_client). Raises AccessCheckUnavailable when the answer may change by
+    shopify_access.admin_client). Raises AccessCheckUnavailable when the answer may change by
     waiting, so the delivery is retried instead of refused or carried out.
     """
-    client = reconcile.admin_client()
+    client = shopify_access.admin_client()
     if client is None:
         return AccessCheck(
             AdminAccess.UNCONFIRMED,

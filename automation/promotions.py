@@ -16,9 +16,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from . import ads, alerts
-from .exceptions import PermanentAdsError, TransientAdsError
+from . import alerts
+from .exceptions import TransientAdsError
 from .models import AdGroupAction, Promotion
+from .stock import apply
 
 logger = logging.getLogger(__name__)
 
@@ -138,27 +139,17 @@ def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
     if getattr(promotion, ran_field) is not None:
         return "already ran"
 
-    status = AdGroupAction.Status.ENABLED if edge == "start" else AdGroupAction.Status.PAUSED
+    # Each ad group gets what the rule says from now on (the promotion's window, the stock of
+    # the watched products that control it, a manual state), through the stock's one path.
+    keys = [(group.customer_id, group.ad_group_id) for group in promotion.ad_groups.all()]
     errors: list[str] = []
     transient: list[str] = []
-    for ad_group in promotion.ad_groups.all():
-        try:
-            ads.apply_status(
-                customer_id=ad_group.customer_id,
-                ad_group_id=ad_group.ad_group_id,
-                status=status,
-                reason=(
-                    _("promotion “%(name)s” starts")
-                    if edge == "start"
-                    else _("promotion “%(name)s” ends")
-                )
-                % {"name": promotion.name},
-                source=AdGroupAction.Source.PROMOTION,
-            )
-        except TransientAdsError as err:
-            transient.append(f"{ad_group}: {err}")
-        except PermanentAdsError as err:
-            errors.append(f"{ad_group}: {err}")
+    now = max(timezone.now(), instant)
+    for done in apply.settle(keys, source=AdGroupAction.Source.PROMOTION, now=now):
+        if isinstance(done.error, TransientAdsError):
+            transient.append(f"{done.key[0]}/{done.key[1]}: {done.error}")
+        elif done.error is not None:
+            errors.append(f"{done.key[0]}/{done.key[1]}: {done.error}")
     if transient:
         # Not marked as run: RQ's retries and the minute check try again (statuses are idempotent).
         raise TransientAdsError("; ".join(transient))

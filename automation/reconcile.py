@@ -1,13 +1,15 @@
-"""The nightly pass over Shopify's true stock, pushed through the very same inventory path.
+"""The nightly pass over Shopify's true state, pushed through the very same stock path.
 
-Because the stale guard ignores older data and setting a status is idempotent, a
-reconciliation can never make things worse; every ad group whose status it changes is a
-webhook that was missed or late. It then reads every watched ad group's real status from Google
-Ads (one GAQL search per account) and repairs drift: an ad group someone switched by hand gets
-the status its stock says again, listed as a drift correction. A pause the safety brake holds
-is neither pushed nor repaired, only reported. The run also heals webhook subscriptions Shopify
-deleted (unless the app's shopify.app.toml owns them), deletes expired claims and drops raw
-bodies past the retention period.
+It refreshes the catalogue the stock rule reads (the locations and whether they fulfil online
+orders, each watched product's status and variants, the product of an item known only by its
+inventory item id), then reads every counted variant's levels and applies them through the
+stale guard, dropping levels at locations Shopify no longer reports. Because the stale guard
+ignores older data and setting a status is idempotent, a reconciliation can never make things
+worse; every ad group whose status it changes is a webhook that was missed or late. It then
+reads every watched ad group's real status from Google Ads and repairs drift
+(`stock.drift`). A pause the safety brake holds is neither pushed nor repaired, only reported.
+The run also heals webhook subscriptions Shopify deleted (unless the app's shopify.app.toml
+owns them), deletes expired claims and drops raw bodies past the retention period.
 """
 
 import logging
@@ -21,15 +23,21 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from . import ads, alerts, claims, decisions, inventory, shopify_access
+from . import alerts, claims, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError
 from .exceptions import PermanentAdsError, TransientAdsError
-from .models import AdGroupAction, AdGroupState, Delivery, ReconcileRun, StockLevel, WatchedItem
+from .models import AdGroupAction, AdGroupState, Delivery, ReconcileRun, WatchedProduct
+from .sources.shopify_inventory import LevelUpdate
+from .stock import apply, catalogue, drift, facts, levels
 
 logger = logging.getLogger(__name__)
 
 REQUIRED_TOPICS = (
     "inventory_levels/update",
+    "inventory_levels/disconnect",
+    "products/create",
+    "products/update",
+    "products/delete",
     "checkouts/create",
     "checkouts/update",
     "orders/create",
@@ -41,14 +49,6 @@ Status = ReconcileRun.Status
 
 
 MANAGED_BY_TOML = "managed by shopify.app.toml (the app configuration owns them; not checked)"
-
-
-def admin_client() -> ShopifyAdmin | None:
-    """The Shopify Admin API client (static token or client credentials), None if neither is set."""
-    tokens = shopify_access.token_source()
-    if tokens is None:
-        return None
-    return ShopifyAdmin(settings.SHOPIFY_ADMIN_URL, tokens, settings.SHOPIFY_API_VERSION)
 
 
 def callback_url() -> str:
@@ -101,7 +101,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
     """Do the whole pass, record it, and alert when something was corrected or failed."""
     started = time.monotonic()
     toml = shopify_access.webhooks_managed_by_toml()
-    client = admin_client()
+    client = shopify_access.admin_client()
     if client is None:
         run.status = Status.NOT_CONFIGURED
     else:
@@ -134,37 +134,21 @@ def execute(run: ReconcileRun) -> ReconcileRun:
 # --- the parts -----------------------------------------------------------------------------
 
 
-def _confirmed_statuses(item_ids: list[int]) -> dict[tuple[str, str], str]:
-    """The status the backend last confirmed for each watched ad group of these items."""
-    watched = WatchedItem.objects.filter(inventory_item_id__in=item_ids)
-    keys = {(row.customer_id, row.ad_group_id) for row in watched}
-    states = AdGroupState.objects.filter(
-        backend=settings.ADS_BACKEND, ad_group_id__in={ad_group for _, ad_group in keys}
-    ).values_list("customer_id", "ad_group_id", "confirmed_status")
-    return {(c, a): status for c, a, status in states if (c, a) in keys}
-
-
-def _stored_levels(item_ids: list[int]) -> dict[tuple[int, int], int | None]:
-    levels = StockLevel.objects.filter(inventory_item_id__in=item_ids)
-    return {
-        (item, location): available
-        for item, location, available in levels.values_list(
-            "inventory_item_id", "location_id", "available"
-        )
-    }
-
-
 def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
-    """Read every watched item's levels from Shopify and apply them through the guard."""
-    item_ids = sorted(
-        set(WatchedItem.objects.filter(enabled=True).values_list("inventory_item_id", flat=True))
-    )
-    before = _stored_levels(item_ids)
-    last = _confirmed_statuses(item_ids)
-    labels = dict(WatchedItem.objects.values_list("ad_group_id", "label"))
-    by_item: dict[int, list[Level]] = defaultdict(list)
+    """Refresh the catalogue, read every counted variant's levels and apply them."""
+    watched = list(WatchedProduct.objects.filter(enabled=True).order_by("pk"))
+    catalogue.record_locations(client.fetch_locations())
+    _refresh_products(run, client, watched)
+    watched = list(WatchedProduct.objects.filter(enabled=True).order_by("pk"))
+    variants = facts.counted_variants(watched)
+    item_ids = sorted({v.inventory_item_id for found in variants.values() for v in found})
+    keys = apply.ad_groups_of([product.pk for product in watched])
+    last = _confirmed_statuses(keys)
+    before = levels.stored_levels(item_ids)
+    read_at = timezone.now()
+    by_item: dict[int, list[Level]] = {item_id: [] for item_id in item_ids}
     for level in client.fetch_levels(item_ids):
-        by_item[level.inventory_item_id].append(level)
+        by_item.setdefault(level.inventory_item_id, []).append(level)
     run.items_checked = len(item_ids)
 
     failed: dict[int, Exception] = {}
@@ -172,61 +156,132 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
         # Items whose Ads calls failed transiently get one more pass after all the others.
         todo = by_item if attempt == "first" else {item: by_item[item] for item in failed}
         failed = {}
-        for item_id, levels in todo.items():
+        for item_id, found in todo.items():
             try:
-                applied = _apply_item(item_id, levels)
+                settled = _apply_item(item_id, found, read_at)
             except TransientAdsError as err:
                 failed[item_id] = err
                 continue
             except PermanentAdsError as err:
                 run.errors.append(f"item {item_id}: {err}")
                 continue
-            _note_corrections(run, item_id, applied, last, labels)
+            _note_corrections(run, item_id, settled, last)
     run.errors += [f"item {item_id}: {err}" for item_id, err in failed.items()]
-    after = _stored_levels(item_ids)
+    after = levels.stored_levels(item_ids)
     run.levels_changed = sum(
         1 for key, available in after.items() if key not in before or before[key] != available
+    ) + sum(1 for key in before if key not in after)
+
+
+def _refresh_products(run: ReconcileRun, client: ShopifyAdmin, watched: list) -> None:
+    """What Shopify says of the watched products now; a product it no longer has stops
+    being watched, as after a `products/delete`."""
+    unknown = [product for product in watched if product.product_id is None]
+    if unknown:
+        chosen = facts.counted_variants(unknown)
+        items = sorted({v.inventory_item_id for found in chosen.values() for v in found})
+        for item_id, (product_id, variant_id) in client.fetch_item_products(items).items():
+            catalogue.record_item(item_id, product_id, variant_id)
+    product_ids = sorted(
+        set(
+            WatchedProduct.objects.filter(enabled=True, product_id__isnull=False).values_list(
+                "product_id", flat=True
+            )
+        )
     )
+    deleted = []
+    for info in client.fetch_products(product_ids):
+        if info.deleted:
+            deleted.append(info.product_id)
+            continue
+        with transaction.atomic():
+            ids = catalogue.watched_by_product(info.product_id)
+            apply.lock_products(ids)
+            catalogue.record_product(info)
+    for product_id in deleted:
+        labels = stop_watching_deleted(product_id)
+        if labels:
+            run.errors.append(
+                f"product {product_id} no longer exists in Shopify: no longer watched "
+                f"({', '.join(labels)})"
+            )
 
 
-def _apply_item(item_id: int, levels: list[Level]) -> inventory.Applied:
-    # Untracked locations first: the last tracked level decides with the total its write saw,
-    # so it must see them (they count 0); all levels come from the same read.
-    ordered = sorted(levels, key=lambda lvl: lvl.available is not None)
+def stop_watching_deleted(product_id: int) -> list[str]:
+    """The product is gone from Shopify: its watched products stop controlling their ad
+    groups (the others decide them again); the labels of those that stopped."""
+    with transaction.atomic():
+        products = [
+            p for p in apply.lock_products(catalogue.watched_by_product(product_id)) if p.enabled
+        ]
+        catalogue.record_deleted(product_id)
+        if not products:
+            return []
+        keys = apply.ad_groups_of([product.pk for product in products])
+        WatchedProduct.objects.filter(pk__in=[p.pk for p in products]).update(enabled=False)
+        apply.settle(keys, source=AdGroupAction.Source.RECONCILE)
+        pks = [product.pk for product in products]
+        transaction.on_commit(lambda: alerts.product_deleted(pks))
+    return [product.label for product in products]
+
+
+def _confirmed_statuses(keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The status the backend last confirmed for each of these ad groups."""
+    states = AdGroupState.objects.filter(
+        backend=settings.ADS_BACKEND, ad_group_id__in={ad_group for _, ad_group in keys}
+    ).values_list("customer_id", "ad_group_id", "confirmed_status")
+    return {(c, a): status for c, a, status in states if (c, a) in keys}
+
+
+def _apply_item(item_id: int, found: list[Level], read_at: datetime) -> list[apply.Settled]:
+    """One item's levels as Shopify reports them now, replacing the ones it no longer reports."""
+    # Untracked locations first: the last tracked level decides, with every level written.
+    ordered = sorted(found, key=lambda lvl: lvl.available is not None)
     updates = [
-        inventory.LevelUpdate(lvl.inventory_item_id, lvl.location_id, lvl.available, lvl.updated_at)
+        LevelUpdate(lvl.inventory_item_id, lvl.location_id, lvl.available, lvl.updated_at)
         for lvl in ordered
     ]
-    return inventory.apply_levels(item_id, updates, source=AdGroupAction.Source.RECONCILE)
+    with transaction.atomic():
+        products = apply.lock_products(facts.watching([item_id]))
+        gone = levels.remove_unreported(item_id, [lvl.location_id for lvl in found], read_at)
+        written = levels.store_levels(updates) if updates else []
+        if not products or not (gone or any(written)):
+            return []
+        keys = apply.evaluate(products)
+        settled = apply.settle(keys, source=AdGroupAction.Source.RECONCILE)
+    errors = apply.errors_of(settled)
+    if errors:
+        raise apply.combined(errors)
+    return settled
 
 
 def _note_corrections(
     run: ReconcileRun,
     item_id: int,
-    applied: inventory.Applied,
+    settled: list[apply.Settled],
     last: dict[tuple[str, str], str],
-    labels: dict[str, str],
 ) -> None:
     """Every ad group whose status we had to send: a webhook that was missed or late; and
     every pause the safety brake holds."""
-    for (customer_id, ad_group_id), status in applied.statuses.items():
-        result = applied.results.get((customer_id, ad_group_id))
-        if result == AdGroupAction.Result.HELD:
-            _note_held(run, item_id, labels.get(ad_group_id, ""), ad_group_id, status)
+    for done in settled:
+        customer_id, ad_group_id = done.key
+        if done.result == AdGroupAction.Result.HELD:
+            _note_held(run, item_id, done.name, ad_group_id, done.status)
             continue
-        was = last.get((customer_id, ad_group_id))
-        if result in ads.SENT_RESULTS and was is not None and was != status:
+        was = last.get(done.key)
+        if done.sent and was is not None and was != done.status:
             run.corrections.append(
                 {
                     "kind": "stock",
                     "item": item_id,
-                    "label": labels.get(ad_group_id, ""),
+                    "label": done.name,
                     "ad_group": ad_group_id,
                     "was": was,
-                    "now": status,
-                    "total_available": inventory.total_available(item_id),
+                    "now": done.status,
+                    "reason": done.reason,
                 }
             )
+            last[done.key] = done.status
 
 
 def _note_held(run: ReconcileRun, item_id: int, label: str, ad_group_id: str, status: str) -> None:
@@ -236,110 +291,28 @@ def _note_held(run: ReconcileRun, item_id: int, label: str, ad_group_id: str, st
 
 
 def repair_drift(run: ReconcileRun) -> None:
-    """Read every watched ad group's real status from Google Ads and repair what drifted.
-
-    Per account one GAQL search (batched by the adapter). An ad group whose real status differs
-    from the one its stored stock says gets that status again (an AdGroupAction from source
-    `reconcile` whose reason says drift), unless the safety brake holds its pause. The real
-    status becomes the confirmed one first, so the only-on-change gate sends it.
-    """
-    watched = list(WatchedItem.objects.filter(enabled=True).order_by("pk"))
-    by_customer: dict[str, list[WatchedItem]] = defaultdict(list)
-    for row in watched:
-        by_customer[row.customer_id].append(row)
-    for customer_id, rows in by_customer.items():
-        read_at = timezone.now()
-        try:
-            real = ads.read_statuses(customer_id, [row.ad_group_id for row in rows])
-        except (TransientAdsError, PermanentAdsError) as err:
-            run.errors.append(f"Google Ads statuses of account {customer_id}: {err}")
-            continue
-        run.ad_groups_read += len({row.ad_group_id for row in rows})
-        for row in rows:
-            status = real.get(row.ad_group_id)
-            if status is None:
-                if settings.ADS_BACKEND != "dryrun":  # the dry run knows only what it sent
-                    run.errors.append(
-                        f"ad group {row.ad_group_id} ({row.label}) not found in Google Ads "
-                        f"account {customer_id}"
-                    )
-                continue
-            if status not in AdGroupAction.Status.values:
-                run.errors.append(f"ad group {row.ad_group_id} ({row.label}) is {status}")
-                continue
-            try:
-                _repair_one(run, row, status, read_at)
-            except (TransientAdsError, PermanentAdsError) as err:
-                run.errors.append(f"ad group {row.ad_group_id} (drift): {err}")
-
-
-def _repair_one(run: ReconcileRun, row: WatchedItem, real: str, read_at: datetime) -> None:
-    """One ad group: under its item's lock, compare Google's status with the stock's."""
-    backend = settings.ADS_BACKEND
-    with transaction.atomic():
-        # The same lock as a webhook for this item takes: they take turns.
-        list(
-            WatchedItem.objects.select_for_update().filter(inventory_item_id=row.inventory_item_id)
-        )
-        levels = StockLevel.objects.filter(
-            inventory_item_id=row.inventory_item_id, available__isnull=False
-        )
-        if not levels.exists():
-            return  # no tracked stock known: nothing says what the status should be
-        state = (
-            AdGroupState.objects.select_for_update()
-            .filter(backend=backend, customer_id=row.customer_id, ad_group_id=row.ad_group_id)
-            .first()
-        )
-        if state is not None and state.confirmed_at > read_at:
-            return  # a call after our read confirmed a newer status
-        drifted = state is not None and state.confirmed_status != real
-        total = inventory.total_available(row.inventory_item_id)
-        # A manual pause or enable holds against the stock here too (issue 16).
-        desired = decisions.status_to_set(
-            inventory.desired_status(total, row.pause_at), row.manual_status
-        )
-        ads.confirm(backend, row.customer_id, row.ad_group_id, real)
-        if real == desired:
-            return
-        if desired == AdGroupAction.Status.PAUSED and ads.open_held(
-            row.customer_id, row.ad_group_id
-        ):
-            _note_held(run, row.inventory_item_id, row.label, row.ad_group_id, desired)
-            return
-        comparison = "≤" if desired == AdGroupAction.Status.PAUSED else ">"
-        result = ads.apply_status(
-            customer_id=row.customer_id,
-            ad_group_id=row.ad_group_id,
-            status=desired,
-            reason=(
-                (gettext("drift: ") if drifted else "")
-                + gettext("Google Ads had %(real)s; %(label)s: ")
-                % {"real": real, "label": row.label}
-                + (
-                    gettext("manual state holds (%(state)s)")
-                    % {"state": AdGroupAction.Status(row.manual_status).label}
-                    if row.manual_status
-                    else gettext("%(total)s available %(comparison)s %(pause_at)s")
-                    % {"total": total, "comparison": comparison, "pause_at": row.pause_at}
-                )
-            ),
-            source=AdGroupAction.Source.RECONCILE,
-        )
-    if result == AdGroupAction.Result.HELD:
-        _note_held(run, row.inventory_item_id, row.label, row.ad_group_id, desired)
-        return
-    run.corrections.append(
-        {
-            "kind": "drift" if drifted else "stock",
-            "item": row.inventory_item_id,
-            "label": row.label,
-            "ad_group": row.ad_group_id,
-            "was": real,
-            "now": desired,
-            "total_available": total,
-        }
-    )
+    """Google Ads' real statuses set back to what the rule says (`stock.drift`), recorded."""
+    found = drift.repair()
+    run.ad_groups_read += found.read
+    run.errors += found.errors
+    for group in found.missing:
+        run.errors.append(f"ad group {group.ad_group_id} ({group}): {group.get_missing_display()}")
+    for done in found.settled:
+        customer_id, ad_group_id = done.key
+        if done.result == AdGroupAction.Result.HELD:
+            _note_held(run, 0, done.name, ad_group_id, done.status)
+        elif done.sent:
+            run.corrections.append(
+                {
+                    "kind": "drift" if done.drifted else "stock",
+                    "item": 0,
+                    "label": done.name,
+                    "ad_group": ad_group_id,
+                    "was": done.observed,
+                    "now": done.status,
+                    "reason": done.reason,
+                }
+            )
 
 
 def missing_subscriptions(client: ShopifyAdmin) -> list[str]:
@@ -371,10 +344,8 @@ def drop_old_bodies(now: datetime | None = None) -> int:
 
 
 def _correction_line(c: dict) -> str:
-    return (
-        f"  {c['label'] or c['item']}: ad group {c['ad_group']} {c['was']} → {c['now']} "
-        f"({c['total_available']} available)"
-    )
+    why = c.get("reason") or f"{c.get('total_available', '?')} available"
+    return f"  {c['label'] or c['item']}: ad group {c['ad_group']} {c['was']} → {c['now']} ({why})"
 
 
 def summary(run: ReconcileRun) -> str:

@@ -27,7 +27,13 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext
 from redis.exceptions import RedisError
 
-from .adapters.shopify_admin import AccessToken, ClientCredentialsTokens, StaticToken, TokenSource
+from .adapters.shopify_admin import (
+    AccessToken,
+    ClientCredentialsTokens,
+    ShopifyAdmin,
+    StaticToken,
+    TokenSource,
+)
 from .queues import redis_client
 
 logger = logging.getLogger(__name__)
@@ -151,3 +157,11 @@ def webhooks_managed_by() -> WebhookManager:
 def webhooks_managed_by_toml() -> bool:
     """Whether the app's shopify.app.toml owns the subscriptions (we neither check nor create)."""
     return webhooks_managed_by() is WebhookManager.TOML
+
+
+def admin_client() -> ShopifyAdmin | None:
+    """The Shopify Admin API client (static token or client credentials), None if neither is set."""
+    tokens = token_source()
+    if tokens is None:
+        return None
+    return ShopifyAdmin(settings.SHOPIFY_ADMIN_URL, tokens, settings.SHOPIFY_API_VERSION)

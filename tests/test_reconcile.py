@@ -152,7 +152,7 @@ def test_the_missing_subscription_is_recreated_and_the_merchant_told(shop, winte
     created = [s for s in shop.subscriptions if s["topic"] == "CHECKOUTS_UPDATE"]
     assert len(created) == 1
     assert "checkouts/update" in mail.outbox[0].body
-    assert reconcile.missing_subscriptions(reconcile.admin_client()) == []
+    assert reconcile.missing_subscriptions(shopify_access.admin_client()) == []
 
 
 def test_a_wrong_token_is_recorded_as_an_error_not_a_crash(shop, winterzauber, settings):
@@ -281,7 +281,7 @@ def test_with_toml_the_command_reports_and_refuses_to_sync(toml_shop, capsys):
     with pytest.raises(CommandError, match="shopify.app.toml"):
         call_command("shopify_webhooks", "--sync")
     with pytest.raises(ImproperlyConfigured, match="SHOPIFY_WEBHOOKS_MANAGED_BY"):
-        reconcile.heal_subscriptions(None, reconcile.admin_client())
+        reconcile.heal_subscriptions(None, shopify_access.admin_client())
     assert toml_shop.requests == []
     assert toml_shop.subscriptions == []
 

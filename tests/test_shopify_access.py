@@ -39,7 +39,7 @@ def dev_shop(httpserver, settings, redis):
 
 def levels() -> int:
     """One read through a freshly built client, as another process would build it."""
-    return len(list(reconcile.admin_client().fetch_levels([1])))
+    return len(list(shopify_access.admin_client().fetch_levels([1])))
 
 
 # --- which way ---------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def test_neither_way_is_not_configured_and_says_what_to_set(settings):
 
     assert shopify_access.access() is None
     assert shopify_access.token_source() is None
-    assert reconcile.admin_client() is None
+    assert shopify_access.admin_client() is None
     hint = shopify_access.missing_settings()
     assert "SHOPIFY_CLIENT_ID" in hint and "SHOPIFY_ADMIN_TOKEN" in hint
 

@@ -7,7 +7,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import held_changes
+from ..stock import held_changes
 from ..models import HeldChange
 from .permissions import ChangePermission
 

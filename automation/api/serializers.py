@@ -18,16 +18,19 @@ from rest_framework.settings import api_settings
 from .. import scheduling
 from ..forms import PromotionForm
 from ..models import (
+    AdGroup,
     AdGroupAction,
     Delivery,
     MarginRule,
     Promotion,
     PromotionAdGroup,
     ReminderDecision,
-    WatchedItem,
+    Variant,
+    WatchedProduct,
 )
-from ..models.inventory import customer_id_validator, default_customer_id
+from ..models.inventory import ad_group_id_validator, customer_id_validator, default_customer_id
 from ..privacy import mask_email
+from ..stock import facts as stock_facts
 
 
 class DefaultCustomerIdMixin:
@@ -52,27 +55,128 @@ class DefaultCustomerIdMixin:
         return attrs
 
 
-class WatchedItemSerializer(DefaultCustomerIdMixin, serializers.ModelSerializer):
-    """A product whose ad group is paused at `pause_at` and enabled above it."""
+class AdGroupRefSerializer(DefaultCustomerIdMixin, serializers.Serializer):
+    """An ad group by its account and id (the account defaults to the shop's)."""
+
+    customer_id = serializers.CharField(
+        max_length=10, validators=[customer_id_validator], required=False
+    )
+    ad_group_id = serializers.CharField(max_length=20, validators=[ad_group_id_validator])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instance = None  # each entry is new: the account default applies to each
+
+
+class WatchedProductSerializer(serializers.ModelSerializer):
+    """A product whose ad groups pause when it can no longer be sold.
+
+    `variants` are Shopify variant ids (empty: all variants of the product); each must be
+    known from the product's webhooks, the picker or the nightly run. `resume_at` empty means
+    the same as `pause_at`. `sellable`, `stock` and `reason` are what the stock said the last
+    time the product was decided.
+    """
+
+    variants = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, allow_empty=True
+    )
+    ad_groups = AdGroupRefSerializer(many=True, allow_empty=False)
+    reason = serializers.SerializerMethodField()
 
     class Meta:
-        model = WatchedItem
+        model = WatchedProduct
         fields = [
             "id",
-            "inventory_item_id",
+            "product_id",
             "label",
-            "ad_group_id",
-            "customer_id",
+            "variants",
+            "ad_groups",
             "pause_at",
+            "resume_at",
             "enabled",
-            "clicks_per_day",
-            "cost_per_click",
-            "manual_status",
-            "manual_reason",
-            "manual_at",
+            "sellable",
+            "stock",
+            "reason",
+            "decided_at",
         ]
-        # Set and released in the admin (inventory.set_manual/release_manual), with who and why.
-        read_only_fields = ["manual_status", "manual_reason", "manual_at"]
+        read_only_fields = ["sellable", "stock", "decided_at"]
+        extra_kwargs = {"product_id": {"required": True, "allow_null": False}}
+
+    def to_representation(self, instance: WatchedProduct) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["variants"] = [
+            variant.variant_id for variant in instance.variants.all() if variant.variant_id
+        ]
+        data["ad_groups"] = [
+            {"customer_id": group.customer_id, "ad_group_id": group.ad_group_id}
+            for group in instance.ad_groups.all()
+        ]
+        return data
+
+    def get_reason(self, instance: WatchedProduct) -> str:
+        return stock_facts.stored_sellability(instance).reason.text() if instance.decided_at else ""
+
+    def validate_ad_groups(self, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+        pairs = [(row["customer_id"], row["ad_group_id"]) for row in rows]
+        if len(set(pairs)) != len(pairs):
+            raise serializers.ValidationError("Each ad group may appear only once.")
+        return rows
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        pause_at = attrs.get("pause_at", getattr(self.instance, "pause_at", 0))
+        resume_at = attrs.get("resume_at", getattr(self.instance, "resume_at", None))
+        if resume_at is not None and resume_at < pause_at:
+            raise serializers.ValidationError({"resume_at": ["resume_at cannot be below pause_at."]})
+        if "variants" in attrs:
+            product_id = attrs.get("product_id", getattr(self.instance, "product_id", None))
+            wanted = set(attrs["variants"])
+            known = Variant.objects.filter(
+                variant_id__in=wanted, product__product_id=product_id, deleted_at__isnull=True
+            )
+            if len(known) != len(wanted):
+                unknown = sorted(wanted - {variant.variant_id for variant in known})
+                raise serializers.ValidationError(
+                    {
+                        "variants": [
+                            f"Unknown variants of product {product_id}: {unknown}. Variants are "
+                            "known from the product's webhooks, the admin's picker or the "
+                            "nightly reconciliation."
+                        ]
+                    }
+                )
+            attrs["variants"] = list(known)
+        return attrs
+
+    def create(self, validated_data: dict[str, Any]) -> WatchedProduct:
+        groups = validated_data.pop("ad_groups")
+        variants = validated_data.pop("variants", [])
+        with transaction.atomic():
+            product = WatchedProduct.objects.create(**validated_data)
+            product.variants.set(variants)
+            product.ad_groups.set(_ad_groups(groups))
+        return product
+
+    def update(self, instance: WatchedProduct, validated_data: dict[str, Any]) -> WatchedProduct:
+        groups = validated_data.pop("ad_groups", None)
+        variants = validated_data.pop("variants", None)
+        with transaction.atomic():
+            for name, value in validated_data.items():
+                setattr(instance, name, value)
+            instance.save()
+            if variants is not None:
+                instance.variants.set(variants)
+            if groups is not None:
+                instance.ad_groups.set(_ad_groups(groups))
+        return instance
+
+
+def _ad_groups(rows: list[dict[str, str]]) -> list[AdGroup]:
+    """The AdGroup rows for these references, created where missing."""
+    return [
+        AdGroup.objects.get_or_create(customer_id=row["customer_id"], ad_group_id=row["ad_group_id"])[0]
+        for row in rows
+    ]
 
 
 class MarginRuleSerializer(serializers.ModelSerializer):

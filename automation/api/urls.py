@@ -17,7 +17,7 @@ from rest_framework.routers import DefaultRouter
 from . import held_changes, results, views
 
 router = DefaultRouter()
-router.register("watched-items", views.WatchedItemViewSet, basename="watched-item")
+router.register("watched-products", views.WatchedProductViewSet, basename="watched-product")
 router.register("margin-rules", views.MarginRuleViewSet, basename="margin-rule")
 router.register("promotions", views.PromotionViewSet, basename="promotion")
 router.register("deliveries", views.DeliveryViewSet, basename="delivery")

@@ -10,8 +10,16 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import inbox, inventory, scheduling
-from ..models import AdGroupAction, Delivery, MarginRule, Promotion, ReminderDecision, WatchedItem
+from .. import inbox, scheduling
+from ..models import (
+    AdGroupAction,
+    Delivery,
+    MarginRule,
+    Promotion,
+    ReminderDecision,
+    WatchedProduct,
+)
+from ..stock import apply
 from . import serializers as api
 from .permissions import ChangePermission
 
@@ -37,25 +45,29 @@ class QueryFilterMixin:
         return self.filter_class(data=self.request.query_params).apply(queryset)
 
 
-class WatchedItemViewSet(viewsets.ModelViewSet):
-    """Products whose ad groups follow their stock; a create or update decides the ad group
-    again from the stored levels at once (logged with source `admin`), after the save."""
+class WatchedProductViewSet(viewsets.ModelViewSet):
+    """Products whose ad groups follow their stock; a create or update decides the product
+    and its ad groups (also the ones the update took away) again from the stored levels at
+    once (logged with source `admin`), after the save."""
 
-    queryset = WatchedItem.objects.all()
-    serializer_class = api.WatchedItemSerializer
+    queryset = WatchedProduct.objects.prefetch_related("ad_groups", "variants")
+    serializer_class = api.WatchedProductSerializer
 
-    def perform_create(self, serializer: api.WatchedItemSerializer) -> None:
+    def perform_create(self, serializer: api.WatchedProductSerializer) -> None:
         serializer.save()
-        self._decide_again(serializer.instance)
+        self._decide_again(serializer.instance, set())
 
-    def perform_update(self, serializer: api.WatchedItemSerializer) -> None:
+    def perform_update(self, serializer: api.WatchedProductSerializer) -> None:
+        before = {group.key for group in serializer.instance.ad_groups.all()}
         serializer.save()
-        self._decide_again(serializer.instance)
+        self._decide_again(serializer.instance, before)
 
     @staticmethod
-    def _decide_again(item: WatchedItem) -> None:
+    def _decide_again(product: WatchedProduct, before: set) -> None:
         # After the commit, so an Ads error (logged as a failed action) never loses the save.
-        transaction.on_commit(lambda: inventory.redecide(item))
+        transaction.on_commit(
+            lambda: apply.redecide([product.pk], source=AdGroupAction.Source.ADMIN, also=before)
+        )
 
 
 class MarginRuleViewSet(viewsets.ModelViewSet):

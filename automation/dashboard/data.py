@@ -30,10 +30,10 @@ from ..models import (
     ReconcileRun,
     ReminderDecision,
     ReminderSettings,
-    WatchedItem,
 )
-from ..models.inventory import DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK
+from ..models.watched import DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK, AdGroup
 from ..sources import load_body
+from ..stock.selectors import ad_group_label
 
 SECONDS_PER_DAY = Decimal(86400)
 CENT = Decimal("0.01")
@@ -74,11 +74,11 @@ def clicks_during(reaction: timedelta, clicks_per_day: Decimal) -> Decimal:
     return Decimal(str(reaction.total_seconds())) / SECONDS_PER_DAY * clicks_per_day
 
 
-def item_rates(item: WatchedItem | None) -> tuple[Decimal, Decimal]:
-    """(clicks per day, cost per click) of a watched item; the defaults for an unknown ad group."""
-    if item is None:
+def item_rates(group: AdGroup | None) -> tuple[Decimal, Decimal]:
+    """(clicks per day, cost per click) of an ad group; the defaults for an unknown one."""
+    if group is None:
         return DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK
-    return Decimal(item.clicks_per_day), Decimal(item.cost_per_click)
+    return Decimal(group.clicks_per_day), Decimal(group.cost_per_click)
 
 
 @dataclass(frozen=True)
@@ -187,8 +187,11 @@ def sell_outs(
         .defer("delivery__body")
         .order_by("customer_id", "ad_group_id", "requested_at", "pk")
     )
-    items = {(item.customer_id, item.ad_group_id): item for item in WatchedItem.objects.all()}
-    by_ad_group = {item.ad_group_id: item for item in items.values()}
+    items = {
+        group.key: group
+        for group in AdGroup.objects.prefetch_related("watched_products").order_by("pk")
+    }
+    by_ad_group = {group.ad_group_id: group for group in items.values()}
 
     measured: list[SellOut] = []
     unmeasured = 0
@@ -209,7 +212,9 @@ def sell_outs(
         clicks_per_day, cost_per_click = item_rates(item)
         measured.append(
             SellOut(
-                label=item.label if item else _("ad group %(id)s") % {"id": action.ad_group_id},
+                label=(
+                    ad_group_label(item) if item else _("ad group %(id)s") % {"id": action.ad_group_id}
+                ),
                 customer_id=action.customer_id,
                 ad_group_id=action.ad_group_id,
                 sold_out_at=sold_out_at,

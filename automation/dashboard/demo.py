@@ -31,8 +31,11 @@ from ..models import (
     Claim,
     Delivery,
     ReminderDecision,
+    AdGroup,
+    Product,
     StockLevel,
-    WatchedItem,
+    Variant,
+    WatchedProduct,
 )
 
 DEMO_SHOP = "demo.myshopify.com"
@@ -46,8 +49,8 @@ DEMO_MARKER = "demo:history"
 """The claim that says the history exists; its unique key lets only one run create it."""
 DEMO_MARKER_TTL = timedelta(days=3650)
 DEMO_DISCOUNT_CODE = "DEMO10"
-DELETE_PERMISSION = "automation.delete_watcheditem"
-"""Who may remove the demo: staff allowed to delete watched items (the demo's own items)."""
+DELETE_PERMISSION = "automation.delete_watchedproduct"
+"""Who may remove the demo: staff allowed to delete watched products (the demo's own ones)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,14 @@ class DemoItem:
     def label(self) -> str:
         return f"{DEMO_LABEL_PREFIX}{self.name}"
 
+    @property
+    def product_id(self) -> int:
+        return self.inventory_item_id + 1000
+
+    @property
+    def variant_id(self) -> int:
+        return self.inventory_item_id + 2000
+
 
 DEMO_ITEMS = (
     DemoItem(
@@ -80,6 +91,32 @@ DEMO_ITEMS = (
 )
 DEMO_ITEM_IDS = tuple(item.inventory_item_id for item in DEMO_ITEMS)
 DEMO_AD_GROUP_IDS = tuple(item.ad_group_id for item in DEMO_ITEMS)
+DEMO_PRODUCT_IDS = tuple(item.product_id for item in DEMO_ITEMS)
+
+
+def create_demo_products() -> None:
+    """The demo's products, variants, ad groups and watched products (one variant each)."""
+    for item in DEMO_ITEMS:
+        product = Product.objects.create(
+            product_id=item.product_id, title=item.label, status=Product.Status.ACTIVE
+        )
+        variant = Variant.objects.create(
+            inventory_item_id=item.inventory_item_id,
+            variant_id=item.variant_id,
+            product=product,
+        )
+        group = AdGroup.objects.create(
+            customer_id=DEMO_CUSTOMER_ID,
+            ad_group_id=item.ad_group_id,
+            name=item.label,
+            clicks_per_day=item.clicks_per_day,
+            cost_per_click=item.cost_per_click,
+        )
+        watched = WatchedProduct.objects.create(
+            product_id=item.product_id, label=item.label, pause_at=item.pause_at
+        )
+        watched.variants.set([variant])
+        watched.ad_groups.set([group])
 
 
 def demo_present() -> bool:
@@ -87,7 +124,7 @@ def demo_present() -> bool:
     return (
         Claim.objects.filter(key=DEMO_MARKER).exists()
         or Delivery.objects.filter(shop_domain=DEMO_SHOP).exists()
-        or WatchedItem.objects.filter(inventory_item_id__in=DEMO_ITEM_IDS).exists()
+        or WatchedProduct.objects.filter(product_id__in=DEMO_PRODUCT_IDS).exists()
     )
 
 
@@ -140,8 +177,19 @@ def remove_demo() -> Counter[str]:
         removed[_plural(StockLevel)] = StockLevel.objects.filter(
             inventory_item_id__in=DEMO_ITEM_IDS
         ).delete()[0]
-        removed[_plural(WatchedItem)] = WatchedItem.objects.filter(
-            inventory_item_id__in=DEMO_ITEM_IDS, label__startswith=DEMO_LABEL_PREFIX
+        removed[_plural(WatchedProduct)] = WatchedProduct.objects.filter(
+            product_id__in=DEMO_PRODUCT_IDS, label__startswith=DEMO_LABEL_PREFIX
+        ).delete()[1].get(WatchedProduct._meta.label, 0)
+        removed[_plural(Variant)] = Variant.objects.filter(
+            inventory_item_id__in=DEMO_ITEM_IDS, product__product_id__in=DEMO_PRODUCT_IDS
+        ).delete()[0]
+        removed[_plural(Product)] = Product.objects.filter(
+            product_id__in=DEMO_PRODUCT_IDS, title__startswith=DEMO_LABEL_PREFIX
+        ).delete()[0]
+        removed[_plural(AdGroup)] = AdGroup.objects.filter(
+            customer_id=DEMO_CUSTOMER_ID,
+            ad_group_id__in=DEMO_AD_GROUP_IDS,
+            watched_products__isnull=True,
         ).delete()[0]
     return +removed
 

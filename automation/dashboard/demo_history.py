@@ -41,7 +41,7 @@ from ..models import (
     ReminderDecision,
     ReminderSettings,
     StockLevel,
-    WatchedItem,
+    WatchedProduct,
 )
 from ..queues import default_queue, redis_client
 from ..sources import load_body, shopify
@@ -49,7 +49,7 @@ from .demo import (
     DEMO_CUSTOMER_ID,
     DEMO_DAYS,
     DEMO_DISCOUNT_CODE,
-    DEMO_ITEM_IDS,
+    DEMO_PRODUCT_IDS,
     DEMO_ITEMS,
     DEMO_LOCATION_ID,
     DEMO_MARKER,
@@ -57,6 +57,7 @@ from .demo import (
     DEMO_SHOP,
     DEMO_SIGNING_SECRET,
     DemoItem,
+    create_demo_products,
     demo_present,
 )
 
@@ -443,23 +444,14 @@ def create_demo(*, now: datetime | None = None) -> Counter[str] | None:
     with _contained(), transaction.atomic():
         if demo_present() or not claims.claim_once(DEMO_MARKER, DEMO_MARKER_TTL):
             return None
-        for item in DEMO_ITEMS:
-            WatchedItem.objects.create(
-                inventory_item_id=item.inventory_item_id,
-                label=item.label,
-                ad_group_id=item.ad_group_id,
-                customer_id=DEMO_CUSTOMER_ID,
-                pause_at=item.pause_at,
-                clicks_per_day=item.clicks_per_day,
-                cost_per_click=item.cost_per_click,
-            )
+        create_demo_products()
         maker = _Maker(now)
         try:
             for event in _events(now):
                 maker.play(event)
         finally:
             maker.finish()
-        WatchedItem.objects.filter(inventory_item_id__in=DEMO_ITEM_IDS).update(enabled=False)
+        WatchedProduct.objects.filter(product_id__in=DEMO_PRODUCT_IDS).update(enabled=False)
         # Registered last, so it runs after the inbox's enqueues: the deliveries are done.
         transaction.on_commit(lambda: _drop_delivery_jobs(maker.deliveries))
     return maker.count

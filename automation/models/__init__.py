@@ -12,11 +12,14 @@ from .checkouts import (
 )
 from .dashboard import DashboardSettings
 from .deliveries import Delivery
-from .inventory import StockLevel, WatchedItem
+from .catalogue import Location, Product, Variant
+from .inventory import StockLevel
 from .promotions import Promotion, PromotionAdGroup
 from .reconcile import ReconcileRun
+from .watched import AdGroup, WatchedProduct
 
 __all__ = [
+    "AdGroup",
     "AdGroupAction",
     "AdGroupState",
     "BrakeEpisode",
@@ -27,7 +30,9 @@ __all__ = [
     "DataRequest",
     "Delivery",
     "HeldChange",
+    "Location",
     "MarginRule",
+    "Product",
     "Promotion",
     "PromotionAdGroup",
     "ReconcileRun",
@@ -35,5 +40,6 @@ __all__ = [
     "ReminderSettings",
     "StockLevel",
     "SuppressedAddress",
-    "WatchedItem",
+    "Variant",
+    "WatchedProduct",
 ]

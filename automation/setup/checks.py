@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from .. import shopify_access
 from ..adapters import google_ads
-from ..models import Delivery, WatchedItem
+from ..models import AdGroup, Delivery
 
 
 class Light(enum.StrEnum):
@@ -151,7 +151,7 @@ def google_ads_section() -> Section:
             ),
             Light.RED if live else Light.YELLOW,
         )
-    mapped = WatchedItem.objects.values("ad_group_id").distinct().count()
+    mapped = AdGroup.objects.filter(watched_products__enabled=True).distinct().count()
     section.facts.append((_("Ad groups watched"), str(mapped)))
     return section
 

@@ -1,4 +1,4 @@
-"""The watched item's admin form: pick the product and the ad group by name, not by id.
+"""The pickers of the admin's forms: pick the product and the ad group by name, not by id.
 
 Each id field keeps its plain input (it still works by hand, and does where no connection is
 set up) and gains a search box below it; choosing a result fills the id, and the label or the
@@ -45,20 +45,3 @@ class PickerInput(forms.TextInput):
             },
         )
         return mark_safe(html)  # noqa: S308 (rendered by the template engine, escaped)
-
-
-class WatchedItemForm(forms.ModelForm):
-    """Only the two id inputs change; the admin names the model and the fields.
-
-    No `model` here on purpose: the admin builds the form for WatchedItem with whatever fields
-    it shows (`modelform_factory(WatchedItem, form=WatchedItemForm, fields=...)`), so fields
-    added to the model later appear without touching this form.
-    """
-
-    class Meta:
-        widgets = {
-            "inventory_item_id": PickerInput(
-                "products", _("Search the shop by product title or SKU …")
-            ),
-            "ad_group_id": PickerInput("ad-groups", _("Search by campaign or ad group name …")),
-        }

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from .. import ads, reconcile, shopify_access
+from .. import ads, shopify_access
 from ..adapters import google_ads
 from .probes import ad_group_status_text, explain
 
@@ -60,7 +60,7 @@ def products(text: str) -> Found:
     text = text.strip()
     if len(text) < MIN_QUERY_LENGTH:
         return Found([], _("Type at least two letters."))
-    client = reconcile.admin_client()
+    client = shopify_access.admin_client()
     try:
         variants = client.search_variants(text)
     except Exception as err:  # noqa: BLE001 (shown as a hint, never a 500)

@@ -18,11 +18,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import EmailMessage
 from django.utils.translation import gettext as _
 
-from .. import ads, reconcile, shopify_access
+from .. import ads, shopify_access
 from ..adapters import google_ads
 from ..adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
 from ..exceptions import PermanentAdsError, TransientAdsError
-from ..models import WatchedItem
+from ..models import AdGroup
+from ..stock.selectors import ad_group_label
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def explain(err: Exception) -> str:
 
 def try_shopify() -> Probe:
     """Read the shop's name; list the webhook subscriptions when this service manages them."""
-    client = reconcile.admin_client()
+    client = shopify_access.admin_client()
     if client is None:
         return Probe(False, _("No Admin API access is configured (see above)."))
     try:
@@ -139,7 +140,7 @@ def try_shopify() -> Probe:
 
 def set_up_webhooks() -> Probe:
     """Create the missing subscriptions (the nightly run's own healing, run now)."""
-    client = reconcile.admin_client()
+    client = shopify_access.admin_client()
     if client is None:
         return Probe(False, _("No Admin API access is configured (see above)."))
     try:
@@ -170,8 +171,8 @@ def try_google_ads() -> Probe:
         name = google_ads.account_name(customer, client=client)
         probe = Probe(True, _("Connected to the account “%(name)s”.") % {"name": name})
         wanted: dict[str, dict[str, str]] = defaultdict(dict)
-        for item in WatchedItem.objects.order_by("label"):
-            wanted[item.customer_id][item.ad_group_id] = item.label
+        for group in AdGroup.objects.filter(watched_products__isnull=False).distinct():
+            wanted[group.customer_id][group.ad_group_id] = ad_group_label(group)
         for customer_id, labels in wanted.items():
             found = {
                 group.ad_group_id: group

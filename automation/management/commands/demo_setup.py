@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from redis.exceptions import RedisError
 
 from automation.dashboard import demo, demo_history
-from automation.models import WatchedItem
+from automation.models import AdGroup, Product, Variant, WatchedProduct
 
 DEMO_CUSTOMER_ID = "1234567890"
 
@@ -48,15 +48,7 @@ class Command(BaseCommand):
             summary = ", ".join(f"{n} {kind}" for kind, n in sorted(removed.items()))
             self.stdout.write(f"Removed the demo history: {summary or 'nothing to remove'}")
             return
-        item, created = WatchedItem.objects.get_or_create(
-            inventory_item_id=808950810,
-            ad_group_id="158962471302",
-            defaults={
-                "label": "Winterzauber",
-                "customer_id": settings.GOOGLE_ADS_CUSTOMER_ID or DEMO_CUSTOMER_ID,
-                "pause_at": 0,
-            },
-        )
+        item, created = _winterzauber()
         verb = "Created" if created else "Kept"
         self.stdout.write(f"{verb} demo shop elbkerzen.myshopify.com, watching {item}")
         if not options["no_history"]:
@@ -94,3 +86,31 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Created {demo.DEMO_DAYS} days of demo history ({demo.DEMO_SHOP}): {summary}"
         )
+
+
+WINTERZAUBER_PRODUCT_ID = 632910392
+"""The sample bodies' product: Winterzauber, one variant with the sample inventory item."""
+
+
+def _winterzauber() -> tuple[WatchedProduct, bool]:
+    """The seed's candle, watched: one variant (the samples' inventory item), one ad group."""
+    found = WatchedProduct.objects.filter(product_id=WINTERZAUBER_PRODUCT_ID).first()
+    if found is not None:
+        return found, False
+    product, _ = Product.objects.get_or_create(
+        product_id=WINTERZAUBER_PRODUCT_ID,
+        defaults={"title": "Winterzauber", "status": Product.Status.ACTIVE},
+    )
+    Variant.objects.get_or_create(
+        inventory_item_id=808950810, defaults={"product": product, "variant_id": 808950810}
+    )
+    group, _ = AdGroup.objects.get_or_create(
+        customer_id=settings.GOOGLE_ADS_CUSTOMER_ID or DEMO_CUSTOMER_ID,
+        ad_group_id="158962471302",
+        defaults={"name": "Winterzauber"},
+    )
+    watched = WatchedProduct.objects.create(
+        product_id=WINTERZAUBER_PRODUCT_ID, label="Winterzauber", pause_at=0
+    )
+    watched.ad_groups.set([group])
+    return watched, True

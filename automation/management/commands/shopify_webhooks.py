@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 f"to {reconcile.callback_url()}"
             )
             return
-        client = reconcile.admin_client()
+        client = shopify_access.admin_client()
         if client is None:
             raise CommandError(f"not configured: set {shopify_access.missing_settings()}")
         try:

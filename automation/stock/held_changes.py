@@ -1,8 +1,8 @@
 """The merchant's decision on pauses the safety brake held: apply them or discard them.
 
-Applying sends what the stock says now (it may have recovered since), computed from the stored
-levels under the item's lock, past the brake (the merchant decided); discarding leaves the ads as
-they are. Either records who decided and when. When no held change is left open, the brake's
+Applying sends what the rule says now (the stock may have recovered since, a manual state may
+hold), through the one locked path, past the brake (the merchant decided); discarding leaves
+the ads as they are. Either records who decided and when. When no held change is left open, the brake's
 episode ends, so the next mass sell-out alerts again.
 """
 
@@ -14,9 +14,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from . import ads, inventory
-from .exceptions import PermanentAdsError, TransientAdsError
-from .models import AdGroupAction, BrakeEpisode, BrakeSettings, HeldChange, WatchedItem
+from ..models import BrakeEpisode, BrakeSettings, HeldChange
+from .apply import Settled, lock_ad_groups, settle
 
 Resolution = HeldChange.Resolution
 
@@ -39,69 +38,48 @@ def apply(changes: QuerySet[HeldChange], user: AbstractBaseUser | None) -> Decid
     """Send each open change's ad group the status its stock says now; failures stay open."""
     decided = Decided()
     for change in list(changes.filter(resolution=Resolution.OPEN)):
-        try:
-            outcome = _apply_one(change, user)
-        except (TransientAdsError, PermanentAdsError) as err:
-            decided.errors.append(f"ad group {change.ad_group_id}: {err}")
+        settled = _apply_one(change, user)
+        if settled is None:
             continue
-        if outcome is not None:
-            decided.decided += 1
-            decided.sent[change.ad_group_id] = outcome
+        if settled.error is not None:
+            decided.errors.append(f"ad group {change.ad_group_id}: {settled.error}")
+            continue
+        decided.decided += 1
+        decided.sent[change.ad_group_id] = f"{settled.status} {settled.result}"
     end_finished_episodes()
     return decided
 
 
-def _apply_one(change: HeldChange, user: AbstractBaseUser | None) -> str | None:
+def _apply_one(change: HeldChange, user: AbstractBaseUser | None) -> Settled | None:
+    """One held change under its ad group's lock (taken first, as every caller takes it);
+    None when someone else decided it meanwhile. A failed call leaves it open."""
+    key = (change.customer_id, change.ad_group_id)
     with transaction.atomic():
-        # The item's watched rows first, as a webhook takes them, then the held change.
-        rows = list(
-            WatchedItem.objects.select_for_update()
-            .filter(customer_id=change.customer_id, ad_group_id=change.ad_group_id, enabled=True)
-            .order_by("pk")
-        )
+        lock_ad_groups([key])
         locked = (
             HeldChange.objects.select_for_update()
             .filter(pk=change.pk, resolution=Resolution.OPEN)
             .first()
         )
         if locked is None:
-            return None  # someone else decided meanwhile
-        who = _name(user)
-        if not rows:
-            outcome, status = "no longer watched: nothing sent", ""
-        else:
-            row = rows[0]
-            total = inventory.total_available(row.inventory_item_id)
-            status = inventory.desired_status(total, row.pause_at)
-            comparison = "≤" if status == AdGroupAction.Status.PAUSED else ">"
-            result = ads.apply_status(
-                customer_id=change.customer_id,
-                ad_group_id=change.ad_group_id,
-                status=status,
-                reason=gettext(
-                    "held change applied by %(who)s: %(label)s: %(total)s available "
-                    "%(comparison)s %(pause_at)s"
-                )
-                % {
-                    "who": who,
-                    "label": row.label,
-                    "total": total,
-                    "comparison": comparison,
-                    "pause_at": row.pause_at,
-                },
-                source=locked.source,
-                brake=False,
-            )
-            outcome = f"{status} {result}"
+            return None
+        prefix = gettext("held change applied by %(who)s: ") % {"who": _name(user)}
+        (settled,) = settle([key], source=locked.source, brake_pauses=False, prefix=prefix)
+        if settled.error is not None:
+            return settled
         locked.resolution = Resolution.APPLIED
         locked.resolved_at = timezone.now()
         locked.resolved_by = user if user is not None and user.is_authenticated else None
-        locked.applied_status = status
-        locked.outcome = outcome
+        locked.applied_status = settled.status or ""
+        locked.outcome = (
+            f"{settled.status} {settled.result}"
+            if settled.status
+            else gettext("nothing to send: %(reason)s") % {"reason": settled.reason}
+        )
         locked.save(
             update_fields=["resolution", "resolved_at", "resolved_by", "applied_status", "outcome"]
         )
-    return outcome
+    return settled
 
 
 def discard(changes: QuerySet[HeldChange], user: AbstractBaseUser | None) -> Decided:

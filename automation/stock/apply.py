@@ -1,0 +1,380 @@
+"""The one locked path from the rule to Google Ads.
+
+`evaluate` decides watched products (is each one sellable now?) under their row locks and
+stores the answer; `settle` decides ad groups under their row locks from everything that
+controls them (`rule.ad_group_status`) and sends what changed, past two gates:
+- only on change: a status equal to the one the backend last confirmed (`AdGroupState`,
+  locked from the check to its update) is not sent; the merchant's manual call always is;
+- the safety brake (`brake`): a stock-driven pause is held once too many arrive at once.
+
+Locks are always taken in one order, watched products (by pk) before stock levels before ad
+groups (by pk) before their confirmed state and the brake's settings row, so concurrent
+callers take turns and never deadlock. An ad group Google Ads reports removed or unknown is
+marked (`AdGroup.missing`) with one alert and skipped from then on.
+
+Ads errors never roll back the caller's transaction: each is logged as a failed action and
+returned in the `Settled` rows, for the caller to raise once its work has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from .. import ads, alerts
+from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
+from ..models import AdGroup, AdGroupAction, Delivery, StockLevel, WatchedProduct
+from ..sources.shopify_inventory import LevelUpdate
+from . import brake, facts, levels, rule
+from .facts import Key
+
+logger = logging.getLogger(__name__)
+
+Result = AdGroupAction.Result
+Source = AdGroupAction.Source
+
+UNCHANGED = "unchanged"
+"""Not sent: the backend already has the status (nothing logged)."""
+SKIPPED = "skipped"
+"""Not sent: nothing controls the ad group, or nothing is known about its stock."""
+MISSING = "missing"
+"""Not sent: Google Ads reported the ad group removed or unknown."""
+
+
+@dataclass
+class Settled:
+    """What settling one ad group did.
+
+    `status` is the status the rule wants (None when it wants none), `result` what became of
+    it (`applied`, `dry_run`, `unchanged`, `held`, `skipped`, `missing`, `failed`), `error`
+    the Ads error of a failed call. `observed` is the status Google Ads was seen to have
+    (drift repair), `drifted` whether it differed from the last one confirmed.
+    """
+
+    key: Key
+    name: str
+    status: str | None
+    reason: str
+    result: str
+    error: TransientAdsError | PermanentAdsError | None = None
+    observed: str | None = None
+    drifted: bool = False
+    manual: bool = False
+
+    @property
+    def sent(self) -> bool:
+        return self.result in ads.SENT_RESULTS
+
+
+# --- watched products ------------------------------------------------------------------------
+
+
+def lock_products(product_ids: Iterable[int]) -> list[WatchedProduct]:
+    """The watched products, locked until the transaction ends, in pk order."""
+    return list(
+        WatchedProduct.objects.select_for_update().filter(pk__in=set(product_ids)).order_by("pk")
+    )
+
+
+def evaluate(products: Sequence[WatchedProduct], now: datetime | None = None) -> set[Key]:
+    """Decide each (locked) watched product from its stock and store the answer; returns the
+    ad groups they control, for `settle`."""
+    if not products:
+        return set()
+    now = now or timezone.now()
+    found = facts.product_facts(products)
+    for product in products:
+        sellability = rule.product_sellable(found[product.pk])
+        product.sellable = sellability.sellable
+        product.stock = sellability.stock
+        product.reason = {"code": sellability.reason.code, "values": sellability.reason.values}
+        product.decided_at = now
+    WatchedProduct.objects.bulk_update(products, ["sellable", "stock", "reason", "decided_at"])
+    return ad_groups_of([product.pk for product in products])
+
+
+def ad_groups_of(product_ids: Iterable[int]) -> set[Key]:
+    """The ad groups these watched products control."""
+    return set(
+        AdGroup.objects.filter(watched_products__pk__in=list(product_ids)).values_list(
+            "customer_id", "ad_group_id"
+        )
+    )
+
+
+def redecide(
+    product_ids: Iterable[int],
+    *,
+    source: str,
+    also: Iterable[Key] = (),
+    delivery: Delivery | None = None,
+) -> list[Settled]:
+    """Decide watched products again from what is stored, and settle their ad groups (and
+    `also`: e.g. the ones a save took away from them), in one transaction."""
+    with transaction.atomic():
+        keys = evaluate(lock_products(product_ids)) | set(also)
+        return settle(keys, source=source, delivery=delivery)
+
+
+# --- ad groups -----------------------------------------------------------------------------
+
+
+def lock_ad_groups(keys: Iterable[Key]) -> list[AdGroup]:
+    """The ad groups, created where missing, locked until the transaction ends, in pk order."""
+    keys = sorted(set(keys))
+    if not keys:
+        return []
+    AdGroup.objects.bulk_create(
+        [AdGroup(customer_id=c, ad_group_id=a) for c, a in keys], ignore_conflicts=True
+    )
+    wanted = set(keys)
+    found = (
+        AdGroup.objects.select_for_update(of=("self",))
+        .select_related("manual_by")
+        .filter(ad_group_id__in={a for _, a in keys})
+        .order_by("pk")
+    )
+    return [group for group in found if group.key in wanted]
+
+
+def settle(
+    keys: Iterable[Key],
+    *,
+    source: str,
+    delivery: Delivery | None = None,
+    brake_pauses: bool = True,
+    prefix: str = "",
+    observed: dict[Key, str] | None = None,
+    observed_at: datetime | None = None,
+    now: datetime | None = None,
+) -> list[Settled]:
+    """Give each ad group the status the rule says, under its lock; one `Settled` each.
+
+    `prefix` goes before the reason (who applied a held change). `observed` are statuses
+    Google Ads was just seen to have (read at `observed_at`): each becomes the confirmed one
+    first, unless a call after the read confirmed a newer one, so only-on-change sends what
+    drifted. `brake_pauses=False` lets the merchant's own decision on held changes pass.
+    """
+    now = now or timezone.now()
+    settled = []
+    with transaction.atomic():
+        groups = lock_ad_groups(keys)
+        found = facts.ad_group_facts(groups, now)
+        for group in groups:
+            settled.append(
+                _settle_one(
+                    group,
+                    rule.ad_group_status(found[group.key]),
+                    source=source,
+                    delivery=delivery,
+                    brake_pauses=brake_pauses,
+                    prefix=prefix,
+                    observed=(observed or {}).get(group.key),
+                    observed_at=observed_at,
+                )
+            )
+    return settled
+
+
+def _settle_one(
+    group: AdGroup,
+    verdict: rule.Verdict,
+    *,
+    source: str,
+    delivery: Delivery | None,
+    brake_pauses: bool,
+    prefix: str,
+    observed: str | None,
+    observed_at: datetime | None,
+) -> Settled:
+    reason = f"{prefix}{verdict.reason.text()}"
+    done = Settled(
+        group.key,
+        str(group),
+        verdict.status,
+        reason,
+        SKIPPED,
+        observed=observed,
+        manual=bool(group.manual_status),
+    )
+    if group.missing:
+        done.result = MISSING
+        return done
+    if observed is not None:
+        done.drifted = _observe(group, observed, observed_at)
+    if verdict.status is None:
+        return done
+    if observed is not None and observed != verdict.status and source in brake.BRAKED_SOURCES:
+        if verdict.status == rule.PAUSED and brake.open_held(*group.key):
+            done.result = Result.HELD  # already waiting for the merchant: not held twice
+            return done
+    if done.drifted:
+        done.reason = gettext("drift: Google Ads had %(real)s; %(reason)s") % {
+            "real": observed,
+            "reason": reason,
+        }
+    elif observed is not None and observed != verdict.status:
+        done.reason = gettext("Google Ads had %(real)s; %(reason)s") % {
+            "real": observed,
+            "reason": reason,
+        }
+    done.result, done.error = _apply(
+        group, verdict.status, done.reason, source, delivery, brake_pauses
+    )
+    if isinstance(done.error, AdGroupMissing):
+        mark_missing(group, done.error.kind)
+        done.result, done.error = MISSING, None
+    return done
+
+
+def _observe(group: AdGroup, observed: str, observed_at: datetime | None) -> bool:
+    """Take a status read from Google Ads as the confirmed one; whether it had drifted."""
+    backend = settings.ADS_BACKEND
+    state = ads.confirmed_state(backend, *group.key, lock=True)
+    if state is not None and observed_at is not None and state[1] > observed_at:
+        return False  # a call after our read confirmed a newer status
+    ads.confirm(backend, *group.key, observed)
+    return state is not None and state[0] != observed
+
+
+def _apply(
+    group: AdGroup,
+    status: str,
+    reason: str,
+    source: str,
+    delivery: Delivery | None,
+    brake_pauses: bool,
+) -> tuple[str, TransientAdsError | PermanentAdsError | None]:
+    """Send one ad group's status past the two gates; the result and the Ads error, if any."""
+    customer_id, ad_group_id = group.key
+    fields = {
+        "customer_id": customer_id,
+        "ad_group_id": ad_group_id,
+        "desired_status": status,
+        "reason": reason[:500],
+        "source": source,
+        "delivery": delivery,
+        "requested_at": timezone.now(),
+    }
+    # No savepoint: inside the inbox's transaction the lock lasts until its commit. Nothing
+    # may raise out of this block, or the caller's transaction would be marked for rollback.
+    with transaction.atomic(savepoint=False):
+        confirmed = ads.confirmed_status(settings.ADS_BACKEND, customer_id, ad_group_id, lock=True)
+        # The merchant's own manual pause or enable is always sent and logged: it is rare, it
+        # names who and why, and it confirms the status Google Ads really has.
+        if confirmed == status and source != Source.MANUAL:
+            return UNCHANGED, None
+        if brake_pauses and status == rule.PAUSED and source in brake.BRAKED_SOURCES:
+            episode = brake.engaged(customer_id, ad_group_id, fields["requested_at"])
+            if episode is not None:
+                brake.hold(fields, episode)
+                return Result.HELD, None
+        return ads.send_logged(fields)
+
+
+def mark_missing(group: AdGroup, kind: str) -> None:
+    """Mark the ad group removed or unknown in Google Ads; the first mark alerts once."""
+    marked = AdGroup.objects.filter(pk=group.pk, missing="").update(
+        missing=kind, missing_since=timezone.now()
+    )
+    group.missing = kind
+    if marked:
+        pk = group.pk
+        transaction.on_commit(lambda: alerts.ad_group_missing(pk))
+
+
+def mark_present(keys: Iterable[Key]) -> int:
+    """Google Ads has these ad groups again (the nightly read found them): stop skipping."""
+    cleared = 0
+    for customer_id, ad_group_id in keys:
+        cleared += AdGroup.objects.filter(
+            customer_id=customer_id, ad_group_id=ad_group_id
+        ).exclude(missing="").update(missing="", missing_since=None)
+    return cleared
+
+
+def errors_of(settled: Sequence[Settled]) -> list[TransientAdsError | PermanentAdsError]:
+    """The Ads errors among settled ad groups."""
+    return [done.error for done in settled if done.error is not None]
+
+
+def combined(errors: Sequence[Exception]) -> Exception:
+    """One error for several: transient if any is (a retry may fix it), otherwise permanent."""
+    message = "; ".join(str(err) for err in errors)
+    if any(isinstance(err, TransientAdsError) for err in errors):
+        return TransientAdsError(message)
+    return errors[0] if len(errors) == 1 else PermanentAdsError(message)
+
+
+# --- stock levels --------------------------------------------------------------------------
+
+
+@dataclass
+class AppliedLevels:
+    """What pushing levels through the guard did.
+
+    `written[i]` says whether `updates[i]` was stored (False: a later level was stored
+    already); `decided_by` is the index of the update after which the ad groups were set
+    (the last tracked one written), None when none was; `stock` the evaluated products'
+    counted stock by label; `watched` False when no watched product counts the items.
+    """
+
+    watched: bool = True
+    written: list[bool] | None = None
+    decided_by: int | None = None
+    stock: dict[str, int | None] | None = None
+    settled: list[Settled] | None = None
+
+
+def apply_levels(
+    updates: Sequence[LevelUpdate],
+    *,
+    source: str,
+    deliveries: Sequence[Delivery | None] | None = None,
+) -> AppliedLevels:
+    """Store levels through the stale guard and settle the ad groups of the watched products
+    that count them, in the caller's transaction (the inbox's, or the nightly run's).
+
+    The products are locked before the levels are written, so concurrent messages for one
+    product take turns and the last one decides with every level. The ad groups are set
+    once, after the last tracked level: the earlier levels' statuses would be outdated
+    before they were sent. A level that says `available: null` (not tracked) is stored but
+    never acts.
+    """
+    product_ids = facts.watching({update.inventory_item_id for update in updates})
+    if not product_ids:
+        return AppliedLevels(watched=False)
+    products = lock_products(product_ids)
+    written = levels.store_levels(updates)
+    tracked = [i for i, done in enumerate(written) if done and updates[i].available is not None]
+    if not tracked:
+        return AppliedLevels(written=written)
+    last = tracked[-1]
+    keys = evaluate(products)
+    delivery = deliveries[last] if deliveries else None
+    settled = settle(keys, source=source, delivery=delivery)
+    stock = {product.label: product.stock for product in products}
+    return AppliedLevels(written=written, decided_by=last, stock=stock, settled=settled)
+
+
+def ad_group_rows(keys: Iterable[Key]) -> list[AdGroup]:
+    """The ad groups (not locked: for reading, or to pass on to a locking caller)."""
+    wanted = set(keys)
+    found = AdGroup.objects.filter(ad_group_id__in={a for _, a in wanted}).order_by("pk")
+    return [group for group in found if group.key in wanted]
+
+
+def redecide_counting(location_id: int) -> list[Settled]:
+    """A location's stock now counts, or no longer does: decide every watched product with
+    stock there again."""
+    items = StockLevel.objects.filter(location_id=location_id).values_list(
+        "inventory_item_id", flat=True
+    )
+    return redecide(facts.watching(items), source=Source.ADMIN)

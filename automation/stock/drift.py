@@ -1,0 +1,82 @@
+"""Nightly drift repair: what Google Ads really has, set back to what the rule says.
+
+Per account one GAQL search (batched by the adapter) reads every watched ad group's status.
+Each status read becomes the confirmed one, and the ad group is settled through the one locked
+path: where the rule wants another status (someone switched it by hand), it is sent again and
+listed as a drift correction. A pause the safety brake holds is not sent, only reported. An ad
+group Google Ads no longer has is marked missing (one alert) and skipped; one it has again is
+no longer skipped.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.utils import timezone
+
+from .. import ads
+from ..exceptions import PermanentAdsError, TransientAdsError
+from ..models import AdGroup, AdGroupAction
+from . import apply
+from .facts import Key
+
+RECONCILE = AdGroupAction.Source.RECONCILE
+
+
+@dataclass
+class Drift:
+    """What the repair found: ad groups read, statuses sent (`settled`), errors in words."""
+
+    read: int = 0
+    settled: list[apply.Settled] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    missing: list[AdGroup] = field(default_factory=list)
+
+
+def watched_ad_groups() -> list[AdGroup]:
+    """The ad groups enabled watched products control (missing ones too: they may be back)."""
+    return list(
+        AdGroup.objects.filter(watched_products__enabled=True).distinct().order_by("pk")
+    )
+
+
+def repair() -> Drift:
+    """Read every watched ad group's real status and settle each one against it."""
+    drift = Drift()
+    by_customer: dict[str, list[AdGroup]] = defaultdict(list)
+    for group in watched_ad_groups():
+        by_customer[group.customer_id].append(group)
+    for customer_id, groups in by_customer.items():
+        read_at = timezone.now()
+        try:
+            real = ads.read_statuses(customer_id, [group.ad_group_id for group in groups])
+        except (TransientAdsError, PermanentAdsError) as err:
+            drift.errors.append(f"Google Ads statuses of account {customer_id}: {err}")
+            continue
+        drift.read += len({group.ad_group_id for group in groups})
+        for group in groups:
+            status = real.get(group.ad_group_id)
+            if status is None and settings.ADS_BACKEND == "dryrun":
+                continue  # the dry run knows only what it sent
+            if status in (None, "REMOVED"):
+                kind = AdGroup.Missing.NOT_FOUND if status is None else AdGroup.Missing.REMOVED
+                apply.mark_missing(group, kind)
+                drift.missing.append(group)
+                continue
+            if status not in AdGroupAction.Status.values:
+                drift.errors.append(f"ad group {group.ad_group_id} ({group}) is {status}")
+                continue
+            if group.missing:
+                apply.mark_present([group.key])
+            drift.settled += _settle(group.key, status, read_at, drift)
+    return drift
+
+
+def _settle(key: Key, status: str, read_at, drift: Drift) -> list[apply.Settled]:
+    settled = apply.settle(
+        [key], source=RECONCILE, observed={key: status}, observed_at=read_at
+    )
+    for done in settled:
+        if done.error is not None:
+            drift.errors.append(f"ad group {key[1]} (drift): {done.error}")
+    return settled
