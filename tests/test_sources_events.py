@@ -18,6 +18,11 @@ from automation.sources.checkout_version import CheckoutVersion
 from automation.sources.shopify_checkouts import OrderEvent
 from automation.sources.shopify_inventory import LevelUpdate
 from automation.sources.shopify_privacy import DataRequestBody, RedactRequest, ShopRedactRequest
+from automation.sources.shopify_products import (
+    LevelDisconnected,
+    ProductDeleted,
+    ProductUpdate,
+)
 from tests.signing import SHOP, post_shopify
 
 AUTOMATION = Path(__file__).resolve().parent.parent / "automation"
@@ -122,6 +127,15 @@ def test_a_handler_takes_the_event_its_parser_returns(key):
     ("source", "topic", "sample", "event_type"),
     [
         ("shopify", "inventory_levels/update", "shopify/inventory_levels_update.json", LevelUpdate),
+        (
+            "shopify",
+            "inventory_levels/disconnect",
+            "shopify/inventory_levels_disconnect.json",
+            LevelDisconnected,
+        ),
+        ("shopify", "products/create", "shopify/products_create.json", ProductUpdate),
+        ("shopify", "products/update", "shopify/products_update.json", ProductUpdate),
+        ("shopify", "products/delete", "shopify/products_delete.json", ProductDeleted),
         ("shopify", "checkouts/create", "shopify/checkouts_create.json", CheckoutVersion),
         ("shopify", "checkouts/update", "shopify/checkouts_update.json", CheckoutVersion),
         ("shopify", "orders/create", "shopify/orders_create.json", OrderEvent),
