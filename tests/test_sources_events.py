@@ -18,6 +18,11 @@ from automation.sources.checkout_version import CheckoutVersion
 from automation.sources.shopify_checkouts import OrderEvent
 from automation.sources.shopify_inventory import LevelUpdate
 from automation.sources.shopify_privacy import DataRequestBody, RedactRequest, ShopRedactRequest
+from automation.sources.shopify_products import (
+    LevelDisconnected,
+    ProductDeleted,
+    ProductUpdate,
+)
 from tests.signing import SHOP, post_shopify
 
 AUTOMATION = Path(__file__).resolve().parent.parent / "automation"
@@ -80,15 +85,32 @@ def test_sources_decode_a_body_in_one_place():
     assert len(found["__init__.py"]) == 1
 
 
+# Topics whose parsers are registered before their handlers: the inbox answers such a
+# delivery `ignored` without reading its body. Remove a topic here once its handler exists.
+PARSED_AHEAD_OF_HANDLERS = {
+    ("shopify", "products/create"),
+    ("shopify", "products/update"),
+    ("shopify", "products/delete"),
+    ("shopify", "inventory_levels/disconnect"),
+}
+
+
 def test_every_handled_topic_has_its_parser_and_nothing_else_is_parsed():
-    """Fails before: there was no registry; each handler decoded and parsed its body itself."""
-    assert set(_real_handlers()) == set(events.PARSERS)
+    """Fails before: there was no registry; each handler decoded and parsed its body itself.
+
+    A parser without a handler is allowed only for the topics named above."""
+    handled = set(_real_handlers())
+    assert handled <= set(events.PARSERS)
+    assert set(events.PARSERS) - handled <= PARSED_AHEAD_OF_HANDLERS
 
 
 @pytest.mark.parametrize("key", sorted(events.PARSERS))
 def test_a_handler_takes_the_event_its_parser_returns(key):
     """The handler's first parameter is annotated with the type its topic's parser returns
     (a batch handler's: a sequence of (that type, Delivery) pairs)."""
+    if key not in _real_handlers():
+        assert key in PARSED_AHEAD_OF_HANDLERS
+        pytest.skip(f"{key[1]} has no handler yet")
     handler = _real_handlers()[key]
     parser = events.PARSERS[key]
     parse = getattr(parser, "__wrapped__", parser)
@@ -105,6 +127,15 @@ def test_a_handler_takes_the_event_its_parser_returns(key):
     ("source", "topic", "sample", "event_type"),
     [
         ("shopify", "inventory_levels/update", "shopify/inventory_levels_update.json", LevelUpdate),
+        (
+            "shopify",
+            "inventory_levels/disconnect",
+            "shopify/inventory_levels_disconnect.json",
+            LevelDisconnected,
+        ),
+        ("shopify", "products/create", "shopify/products_create.json", ProductUpdate),
+        ("shopify", "products/update", "shopify/products_update.json", ProductUpdate),
+        ("shopify", "products/delete", "shopify/products_delete.json", ProductDeleted),
         ("shopify", "checkouts/create", "shopify/checkouts_create.json", CheckoutVersion),
         ("shopify", "checkouts/update", "shopify/checkouts_update.json", CheckoutVersion),
         ("shopify", "orders/create", "shopify/orders_create.json", OrderEvent),

@@ -1,8 +1,8 @@
 """Webhook senders: each module verifies its own signature and normalises a delivery.
 
-The topic modules (`shopify_inventory`, `shopify_checkouts`, `shopify_privacy`,
-`stripe_checkouts`) turn a stored body into a typed event, and `events` says which parser
-belongs to which (source, topic): handlers never see JSON.
+The topic modules (`shopify_inventory`, `shopify_products`, `shopify_checkouts`,
+`shopify_privacy`, `stripe_checkouts`) turn a stored body into a typed event, and `events` says
+which parser belongs to which (source, topic): handlers never see JSON.
 """
 
 import functools

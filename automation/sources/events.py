@@ -21,10 +21,26 @@ from .shopify_privacy import (
     parse_data_request,
     parse_shop_redact,
 )
+from .shopify_products import (
+    LevelDisconnected,
+    ProductDeleted,
+    ProductUpdate,
+    parse_level_disconnected,
+    parse_product,
+    parse_product_deleted,
+)
 from .stripe_checkouts import parse_stripe_session
 
 Event = (
-    LevelUpdate | CheckoutVersion | OrderEvent | RedactRequest | ShopRedactRequest | DataRequestBody
+    LevelUpdate
+    | LevelDisconnected
+    | ProductUpdate
+    | ProductDeleted
+    | CheckoutVersion
+    | OrderEvent
+    | RedactRequest
+    | ShopRedactRequest
+    | DataRequestBody
 )
 # A parser takes the decoded body and the delivery's (unsigned) shop header.
 Parser = Callable[[object, str], Event]
@@ -42,6 +58,10 @@ def _body_only(parse: Callable[[object], Event]) -> Parser:
 
 PARSERS: dict[tuple[str, str], Parser] = {
     ("shopify", "inventory_levels/update"): _body_only(parse_level),
+    ("shopify", "inventory_levels/disconnect"): _body_only(parse_level_disconnected),
+    ("shopify", "products/create"): _body_only(parse_product),
+    ("shopify", "products/update"): _body_only(parse_product),
+    ("shopify", "products/delete"): _body_only(parse_product_deleted),
     ("shopify", "checkouts/create"): parse_shopify_checkout,
     ("shopify", "checkouts/update"): parse_shopify_checkout,
     ("shopify", "orders/create"): _body_only(parse_order),
