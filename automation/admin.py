@@ -1,7 +1,6 @@
 """Admin: watched items to edit; deliveries, stock and ad group actions to read (and replay)."""
 
 import json
-from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from django import forms
@@ -10,8 +9,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import OuterRef, QuerySet, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -37,8 +35,8 @@ from .models import (
     HeldChange,
     Location,
     MarginRule,
-    Promotion,
     Product,
+    Promotion,
     PromotionAdGroup,
     ReconcileRun,
     ReminderDecision,
@@ -477,7 +475,9 @@ class WatchedProductAdmin(ManualControlMixin, admin.ModelAdmin):
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:
         before = set()
         if change:
-            before = {g.key for g in WatchedProduct.objects.get(pk=form.instance.pk).ad_groups.all()}
+            before = {
+                g.key for g in WatchedProduct.objects.get(pk=form.instance.pk).ad_groups.all()
+            }
         super().save_related(request, form, formsets, change)
         obj = form.instance
         # After the commit: an Ads error is shown, never loses the save.

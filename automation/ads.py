@@ -17,9 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
-from django.utils.translation import gettext
 from rq import Queue, get_current_job
 
 from . import metrics, rows

@@ -7,10 +7,9 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-
-from . import reminder_mail
 from django.utils.translation import gettext
 
+from . import reminder_mail
 from .models import AdGroup, BrakeEpisode, Delivery, WatchedProduct
 
 logger = logging.getLogger(__name__)

@@ -14,14 +14,12 @@ owns them), deletes expired claims and drops raw bodies past the retention perio
 
 import logging
 import time
-from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.translation import gettext
 
 from . import alerts, claims, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError

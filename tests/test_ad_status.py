@@ -6,12 +6,12 @@ Through the real GoogleAdsClient against tests/ads_standin.py (mutates and GAQL 
 from datetime import datetime, timedelta
 
 import pytest
+from automation.inventory import apply_level
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 
 from automation import ads, held_changes, reconcile
-from automation.inventory import apply_level
 from automation.models import (
     AdGroupAction,
     AdGroupState,

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from automation.inventory import apply_level
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
@@ -12,7 +13,6 @@ from django.utils import timezone
 
 from automation import jobs, reconcile
 from automation.adapters.shopify_admin import TOKEN_RENEW_MARGIN
-from automation.inventory import apply_level
 from automation.models import (
     AdGroupAction,
     Claim,

@@ -11,7 +11,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
-from automation import reconcile, shopify_access
+from automation import shopify_access
 from automation.adapters.shopify_admin import (
     TOKEN_RENEW_MARGIN,
     ClientCredentialsTokens,

@@ -87,30 +87,16 @@ def test_sources_decode_a_body_in_one_place():
 
 # Topics whose parsers are registered before their handlers: the inbox answers such a
 # delivery `ignored` without reading its body. Remove a topic here once its handler exists.
-PARSED_AHEAD_OF_HANDLERS = {
-    ("shopify", "products/create"),
-    ("shopify", "products/update"),
-    ("shopify", "products/delete"),
-    ("shopify", "inventory_levels/disconnect"),
-}
-
-
 def test_every_handled_topic_has_its_parser_and_nothing_else_is_parsed():
-    """Fails before: there was no registry; each handler decoded and parsed its body itself.
-
-    A parser without a handler is allowed only for the topics named above."""
+    """Fails before: there was no registry; each handler decoded and parsed its body itself."""
     handled = set(_real_handlers())
-    assert handled <= set(events.PARSERS)
-    assert set(events.PARSERS) - handled <= PARSED_AHEAD_OF_HANDLERS
+    assert handled == set(events.PARSERS)
 
 
 @pytest.mark.parametrize("key", sorted(events.PARSERS))
 def test_a_handler_takes_the_event_its_parser_returns(key):
     """The handler's first parameter is annotated with the type its topic's parser returns
     (a batch handler's: a sequence of (that type, Delivery) pairs)."""
-    if key not in _real_handlers():
-        assert key in PARSED_AHEAD_OF_HANDLERS
-        pytest.skip(f"{key[1]} has no handler yet")
     handler = _real_handlers()[key]
     parser = events.PARSERS[key]
     parse = getattr(parser, "__wrapped__", parser)

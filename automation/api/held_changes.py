@@ -7,8 +7,8 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..stock import held_changes
 from ..models import HeldChange
+from ..stock import held_changes
 from .permissions import ChangePermission
 
 

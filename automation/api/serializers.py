@@ -127,7 +127,9 @@ class WatchedProductSerializer(serializers.ModelSerializer):
         pause_at = attrs.get("pause_at", getattr(self.instance, "pause_at", 0))
         resume_at = attrs.get("resume_at", getattr(self.instance, "resume_at", None))
         if resume_at is not None and resume_at < pause_at:
-            raise serializers.ValidationError({"resume_at": ["resume_at cannot be below pause_at."]})
+            raise serializers.ValidationError(
+                {"resume_at": ["resume_at cannot be below pause_at."]}
+            )
         if "variants" in attrs:
             product_id = attrs.get("product_id", getattr(self.instance, "product_id", None))
             wanted = set(attrs["variants"])
@@ -174,7 +176,9 @@ class WatchedProductSerializer(serializers.ModelSerializer):
 def _ad_groups(rows: list[dict[str, str]]) -> list[AdGroup]:
     """The AdGroup rows for these references, created where missing."""
     return [
-        AdGroup.objects.get_or_create(customer_id=row["customer_id"], ad_group_id=row["ad_group_id"])[0]
+        AdGroup.objects.get_or_create(
+            customer_id=row["customer_id"], ad_group_id=row["ad_group_id"]
+        )[0]
         for row in rows
     ]
 

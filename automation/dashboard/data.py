@@ -213,7 +213,9 @@ def sell_outs(
         measured.append(
             SellOut(
                 label=(
-                    ad_group_label(item) if item else _("ad group %(id)s") % {"id": action.ad_group_id}
+                    ad_group_label(item)
+                    if item
+                    else _("ad group %(id)s") % {"id": action.ad_group_id}
                 ),
                 customer_id=action.customer_id,
                 ad_group_id=action.ad_group_id,

@@ -25,14 +25,14 @@ from django.views.decorators.http import require_POST
 
 from .. import checkouts
 from ..models import (
+    AdGroup,
     AdGroupAction,
     AdGroupState,
     CheckoutState,
     Claim,
     Delivery,
-    ReminderDecision,
-    AdGroup,
     Product,
+    ReminderDecision,
     StockLevel,
     Variant,
     WatchedProduct,
@@ -177,9 +177,13 @@ def remove_demo() -> Counter[str]:
         removed[_plural(StockLevel)] = StockLevel.objects.filter(
             inventory_item_id__in=DEMO_ITEM_IDS
         ).delete()[0]
-        removed[_plural(WatchedProduct)] = WatchedProduct.objects.filter(
-            product_id__in=DEMO_PRODUCT_IDS, label__startswith=DEMO_LABEL_PREFIX
-        ).delete()[1].get(WatchedProduct._meta.label, 0)
+        removed[_plural(WatchedProduct)] = (
+            WatchedProduct.objects.filter(
+                product_id__in=DEMO_PRODUCT_IDS, label__startswith=DEMO_LABEL_PREFIX
+            )
+            .delete()[1]
+            .get(WatchedProduct._meta.label, 0)
+        )
         removed[_plural(Variant)] = Variant.objects.filter(
             inventory_item_id__in=DEMO_ITEM_IDS, product__product_id__in=DEMO_PRODUCT_IDS
         ).delete()[0]

@@ -46,14 +46,13 @@ from ..models import (
 from ..queues import default_queue, redis_client
 from ..sources import load_body, shopify
 from .demo import (
-    DEMO_CUSTOMER_ID,
     DEMO_DAYS,
     DEMO_DISCOUNT_CODE,
-    DEMO_PRODUCT_IDS,
     DEMO_ITEMS,
     DEMO_LOCATION_ID,
     DEMO_MARKER,
     DEMO_MARKER_TTL,
+    DEMO_PRODUCT_IDS,
     DEMO_SHOP,
     DEMO_SIGNING_SECRET,
     DemoItem,

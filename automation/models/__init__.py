@@ -1,6 +1,7 @@
 """Models, one module per concept."""
 
 from .ads import AdGroupAction, AdGroupState, BrakeEpisode, BrakeSettings, HeldChange
+from .catalogue import Location, Product, Variant
 from .checkouts import (
     CheckoutState,
     Claim,
@@ -12,7 +13,6 @@ from .checkouts import (
 )
 from .dashboard import DashboardSettings
 from .deliveries import Delivery
-from .catalogue import Location, Product, Variant
 from .inventory import StockLevel
 from .promotions import Promotion, PromotionAdGroup
 from .reconcile import ReconcileRun

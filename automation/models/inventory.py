@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
 ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a number."))
 
+
 def default_customer_id() -> str:
     """The shop's Google Ads account, so the merchant rarely has to type it."""
     return settings.GOOGLE_ADS_CUSTOMER_ID

@@ -211,6 +211,4 @@ class WatchedProduct(models.Model):
     def clean(self) -> None:
         super().clean()
         if self.resume_at is not None and self.resume_at < self.pause_at:
-            raise ValidationError(
-                {"resume_at": _("“Resume above” cannot be below “pause at”.")}
-            )
+            raise ValidationError({"resume_at": _("“Resume above” cannot be below “pause at”.")})

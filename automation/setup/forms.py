@@ -11,7 +11,6 @@ from django import forms
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.translation import gettext_lazy as _
 
 from . import pickers
 

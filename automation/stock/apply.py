@@ -294,9 +294,11 @@ def mark_present(keys: Iterable[Key]) -> int:
     """Google Ads has these ad groups again (the nightly read found them): stop skipping."""
     cleared = 0
     for customer_id, ad_group_id in keys:
-        cleared += AdGroup.objects.filter(
-            customer_id=customer_id, ad_group_id=ad_group_id
-        ).exclude(missing="").update(missing="", missing_since=None)
+        cleared += (
+            AdGroup.objects.filter(customer_id=customer_id, ad_group_id=ad_group_id)
+            .exclude(missing="")
+            .update(missing="", missing_since=None)
+        )
     return cleared
 
 

@@ -35,9 +35,7 @@ class Drift:
 
 def watched_ad_groups() -> list[AdGroup]:
     """The ad groups enabled watched products control (missing ones too: they may be back)."""
-    return list(
-        AdGroup.objects.filter(watched_products__enabled=True).distinct().order_by("pk")
-    )
+    return list(AdGroup.objects.filter(watched_products__enabled=True).distinct().order_by("pk"))
 
 
 def repair() -> Drift:
@@ -73,9 +71,7 @@ def repair() -> Drift:
 
 
 def _settle(key: Key, status: str, read_at, drift: Drift) -> list[apply.Settled]:
-    settled = apply.settle(
-        [key], source=RECONCILE, observed={key: status}, observed_at=read_at
-    )
+    settled = apply.settle([key], source=RECONCILE, observed={key: status}, observed_at=read_at)
     for done in settled:
         if done.error is not None:
             drift.errors.append(f"ad group {key[1]} (drift): {done.error}")

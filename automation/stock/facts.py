@@ -77,9 +77,7 @@ def product_facts(products: Sequence[WatchedProduct]) -> dict[int, rule.ProductF
     variants = counted_variants(products)
     item_ids = {variant.inventory_item_id for found in variants.values() for variant in found}
     levels: dict[int, list[StockLevel]] = defaultdict(list)
-    for level in StockLevel.objects.filter(inventory_item_id__in=item_ids).order_by(
-        "location_id"
-    ):
+    for level in StockLevel.objects.filter(inventory_item_id__in=item_ids).order_by("location_id"):
         levels[level.inventory_item_id].append(level)
     location_ids = {level.location_id for found in levels.values() for level in found}
     locations = {

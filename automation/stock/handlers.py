@@ -102,7 +102,9 @@ def handle_product(event: ProductUpdate, delivery: Delivery) -> Outcome:
         return Outcome(Status.STALE, stale)
     enabled = [product for product in products if product.enabled]
     if not enabled:
-        return Outcome(Status.DONE, f"product {event.product_id} stored; not watched (switched off)")
+        return Outcome(
+            Status.DONE, f"product {event.product_id} stored; not watched (switched off)"
+        )
     keys = apply.evaluate(enabled)
     return _outcome({p.label: p.stock for p in enabled}, apply.settle(keys, source=WEBHOOK))
 
@@ -129,9 +131,7 @@ def handle_product_deleted(event: ProductDeleted, delivery: Delivery) -> Outcome
     if not watched:
         return Outcome(Status.DONE, f"product {product_id} deleted in Shopify; not watched")
     keys = apply.ad_groups_of([product.pk for product in watched])
-    WatchedProduct.objects.filter(pk__in=[product.pk for product in watched]).update(
-        enabled=False
-    )
+    WatchedProduct.objects.filter(pk__in=[product.pk for product in watched]).update(enabled=False)
     settled = apply.settle(keys, source=WEBHOOK, delivery=delivery)
     labels = [product.label for product in watched]
     pks = [product.pk for product in watched]
@@ -176,4 +176,3 @@ def _outcome(stock: dict[str, int | None] | None, settled: list[apply.Settled]) 
         "; ".join(note for note in notes if note),
         retry=apply.combined(errors) if errors else None,
     )
-

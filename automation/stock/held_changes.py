@@ -2,8 +2,8 @@
 
 Applying sends what the rule says now (the stock may have recovered since, a manual state may
 hold), through the one locked path, past the brake (the merchant decided); discarding leaves
-the ads as they are. Either records who decided and when. When no held change is left open, the brake's
-episode ends, so the next mass sell-out alerts again.
+the ads as they are. Either records who decided and when. When no held change is left open,
+the brake's episode ends, so the next mass sell-out alerts again.
 """
 
 from dataclasses import dataclass, field

@@ -6,7 +6,8 @@ group, it is paused; otherwise it runs while at least one of the watched product
 control it can be sold, and is paused when none can. A product can be sold when it is active
 and the stock of its counted variants over its counted locations is above its pause level
 (above its resume level once paused); a variant Shopify keeps selling without stock (not
-tracked, or policy "continue") always can.
+tracked, or policy "continue") always can. While a variant's stock was never reported, a
+product whose other variants are not above the level is not known to be sold out.
 
 Every verdict carries a `Reason` (a code and its values) that names what decided; `text()`
 writes it in the active language.
@@ -126,13 +127,17 @@ def product_sellable(product: ProductFact) -> Sellability:
     """Whether the product can be sold now, and what decided it."""
     label = product.label
     if product.status not in (ACTIVE, UNKNOWN_STATUS):
-        return Sellability(False, Reason("product_inactive", {"label": label, "status": product.status}))
+        return Sellability(
+            False, Reason("product_inactive", {"label": label, "status": product.status})
+        )
     if not product.variants:
         return Sellability(None, Reason("no_variants", {"label": label}))
     for variant in product.variants:
         if not variant.tracked:
             return Sellability(
-                True, Reason("untracked", {"label": label, "variant": variant.name}), where=variant.name
+                True,
+                Reason("untracked", {"label": label, "variant": variant.name}),
+                where=variant.name,
             )
         if variant.keeps_selling:
             return Sellability(
@@ -154,6 +159,12 @@ def product_sellable(product: ProductFact) -> Sellability:
     values = {"label": label, "stock": stock, "level": level, "where": where}
     if stock > level:
         return Sellability(True, Reason("in_stock", values), stock, where)
+    unknown = [variant.name for variant in product.variants if not variant.levels]
+    if unknown:
+        # Not sold out for sure while a variant's stock was never reported (the nightly run
+        # reads it): pausing now could stop ads for a product that sells.
+        values["unknown"] = ", ".join(unknown)
+        return Sellability(None, Reason("stock_partly_unknown", values), stock, where)
     if stock > product.pause_at:  # paused, and not yet above the resume level
         return Sellability(False, Reason("below_resume", values), stock, where)
     values["level"] = product.pause_at
@@ -256,6 +267,9 @@ _TEMPLATES = {
     ),
     "no_variants": lambda: gettext("%(label)s: no variants known yet"),
     "stock_unknown": lambda: gettext("%(label)s: no stock known yet"),
+    "stock_partly_unknown": lambda: gettext(
+        "%(label)s: %(stock)s available, no stock known yet for %(unknown)s"
+    ),
     "manual_paused": lambda: gettext("manually paused by %(who)s: %(why)s"),
     "manual_enabled": lambda: gettext("manually enabled by %(who)s: %(why)s"),
     "promotion_ended": lambda: gettext("promotion “%(name)s” ended"),

@@ -10,11 +10,12 @@ import pytest
 from django.core import mail
 from django.db import connection, transaction
 
-from automation import inventory
-from automation.inventory import apply_level, store_level
-from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
+import automation
+from automation.models import AdGroupAction, Delivery, StockLevel, WatchedProduct
 from automation.sources.shopify_inventory import LevelUpdate, parse_level
+from automation.stock import apply, facts, levels
 from tests.signing import post_shopify
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,9 +29,21 @@ TOPIC = "inventory_levels/update"
 
 @pytest.fixture
 def winterzauber():
-    return WatchedItem.objects.create(
-        inventory_item_id=ITEM, label="Winterzauber", ad_group_id=AD_GROUP, customer_id=CUSTOMER
-    )
+    return watch(ITEM, AD_GROUP, customer_id=CUSTOMER)
+
+
+def apply_level(update: LevelUpdate, *, source: str) -> str:
+    """One level through the stock's path in its own transaction; the delivery status it
+    would give."""
+    with transaction.atomic():
+        applied = apply.apply_levels([update], source=source)
+    if not applied.watched:
+        return Delivery.Status.IGNORED
+    return Delivery.Status.DONE if applied.written[0] else Delivery.Status.STALE
+
+
+def stock() -> int | None:
+    return WatchedProduct.objects.get(label="Winterzauber").stock
 
 
 def level(available, updated_at: str, location: int = STORE, item: int = ITEM) -> dict:
@@ -80,7 +93,7 @@ def test_two_locations_enable_until_both_are_empty(client, run_worker, winterzau
     send(client, level(5, "2026-11-26T10:01:00+01:00", WAREHOUSE))
     run_worker()
     assert statuses()[-1] == "ENABLED"
-    assert inventory.total_available(ITEM) == 5
+    assert stock() == 5
 
     send(client, level(0, "2026-11-26T11:00:00+01:00", WAREHOUSE))
     run_worker()
@@ -115,7 +128,7 @@ def test_unwatched_item_is_ignored(client, run_worker, winterzauber):
 
 
 def test_disabled_watch_is_ignored(client, run_worker, winterzauber):
-    WatchedItem.objects.update(enabled=False)
+    WatchedProduct.objects.update(enabled=False)
     send(client, level(0, "2026-11-26T10:00:00+01:00"))
     run_worker()
     assert Delivery.objects.get().status == Delivery.Status.IGNORED
@@ -169,21 +182,29 @@ def test_malformed_body_ends_invalid_with_the_reason(
 
 def test_guard_takes_newer_and_equal_but_not_older():
     t = datetime.fromisoformat("2026-11-26T16:10:00+01:00")
-    assert store_level(LevelUpdate(ITEM, STORE, 3, t)) == 3
-    assert store_level(LevelUpdate(ITEM, STORE, 3, t)) == 3  # equal: a retry passes
-    assert store_level(LevelUpdate(ITEM, STORE, 9, t - timedelta(microseconds=1))) is None
-    assert store_level(LevelUpdate(ITEM, STORE, 1, t + timedelta(seconds=1))) == 1
+    assert levels.store_levels([LevelUpdate(ITEM, STORE, 3, t)]) == [True]
+    assert levels.store_levels([LevelUpdate(ITEM, STORE, 3, t)]) == [True]  # equal: a retry
+    assert levels.store_levels([LevelUpdate(ITEM, STORE, 9, t - timedelta(microseconds=1))]) == [
+        False
+    ]
+    assert levels.store_levels([LevelUpdate(ITEM, STORE, 1, t + timedelta(seconds=1))]) == [True]
     assert StockLevel.objects.get().available == 1
 
 
-def test_guard_returns_the_items_total_over_its_locations():
+def test_the_product_counts_its_variant_over_its_locations(winterzauber):
     t = datetime.fromisoformat("2026-11-26T16:10:00+01:00")
-    assert store_level(LevelUpdate(ITEM, STORE, 3, t)) == 3
-    assert store_level(LevelUpdate(ITEM, WAREHOUSE, None, t)) == 3  # untracked counts 0
-    assert store_level(LevelUpdate(ITEM + 1, STORE, 50, t)) == 50  # another item: its own
-    assert store_level(LevelUpdate(ITEM, WAREHOUSE, 4, t + timedelta(seconds=1))) == 7
-    assert store_level(LevelUpdate(ITEM, STORE, 0, t + timedelta(seconds=1))) == 4
-    assert inventory.total_available(ITEM) == 4
+    levels.store_levels(
+        [
+            LevelUpdate(ITEM, STORE, 3, t),
+            LevelUpdate(ITEM, WAREHOUSE, None, t),  # untracked counts 0
+            LevelUpdate(ITEM + 1, STORE, 50, t),  # another item: not this product's
+            LevelUpdate(ITEM, WAREHOUSE, 4, t + timedelta(seconds=1)),
+            LevelUpdate(ITEM, STORE, 0, t + timedelta(seconds=1)),
+        ]
+    )
+    with transaction.atomic():
+        apply.evaluate(apply.lock_products([winterzauber.pk]))
+    assert stock() == 4
 
 
 def test_concurrent_shuffled_stream_ends_at_the_newest_message(requires_postgres, winterzauber):
@@ -221,9 +242,7 @@ def test_concurrent_shuffled_stream_ends_at_the_newest_message(requires_postgres
     assert AdGroupAction.objects.order_by("-requested_at", "-pk").first().desired_status == expected
 
 
-def test_a_message_waits_while_another_holds_the_items_watched_rows(
-    requires_postgres, winterzauber
-):
+def test_a_message_waits_while_another_holds_the_products_lock(requires_postgres, winterzauber):
     """The lock that makes the last Ads call the newest one: a second message for the item
     waits for the first transaction instead of deciding on levels that are about to change."""
     locked, release = threading.Event(), threading.Event()
@@ -232,7 +251,7 @@ def test_a_message_waits_while_another_holds_the_items_watched_rows(
     def holder():
         try:
             with transaction.atomic():
-                assert inventory.lock_watched(ITEM)
+                assert apply.lock_products(facts.watching([ITEM]))
                 locked.set()
                 release.wait(5)
         finally:
@@ -243,7 +262,7 @@ def test_a_message_waits_while_another_holds_the_items_watched_rows(
             update = LevelUpdate(
                 ITEM, STORE, 3, datetime.fromisoformat("2026-11-26T16:10:00+01:00")
             )
-            finished.append(apply_level(update, source="webhook").status)
+            finished.append(apply_level(update, source="webhook"))
         finally:
             connection.close()
 
@@ -253,7 +272,7 @@ def test_a_message_waits_while_another_holds_the_items_watched_rows(
     waiting = threading.Thread(target=second)
     waiting.start()
     waiting.join(0.5)
-    assert waiting.is_alive() and not finished  # blocked on the watched row
+    assert waiting.is_alive() and not finished  # blocked on the watched product
     assert not StockLevel.objects.exists()
     release.set()
     first.join(5)
@@ -263,12 +282,7 @@ def test_a_message_waits_while_another_holds_the_items_watched_rows(
 
 
 def test_one_item_drives_several_ad_groups(client, run_worker, winterzauber):
-    WatchedItem.objects.create(
-        inventory_item_id=ITEM,
-        label="Winterzauber (Brand)",
-        ad_group_id="556",
-        customer_id=CUSTOMER,
-    )
+    watch(ITEM, "556", label="Winterzauber (Brand)", customer_id=CUSTOMER)
     send(client, level(0, "2026-11-26T10:00:00+01:00"))
     run_worker()
     assert sorted(AdGroupAction.objects.values_list("ad_group_id", "desired_status")) == [
@@ -289,7 +303,7 @@ def test_dryrun_backend_records_the_action(client, run_worker, winterzauber):
 
 
 def test_parse_level_accepts_the_shopify_sample():
-    sample = Path(inventory.__file__).parent / "samples/shopify/inventory_levels_update.json"
+    sample = Path(automation.__file__).parent / "samples/shopify/inventory_levels_update.json"
     update = parse_level(json.loads(sample.read_text()))
     assert update == LevelUpdate(
         808950810, 24826418, 0, datetime.fromisoformat("2026-11-26T16:10:00+01:00")
