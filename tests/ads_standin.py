@@ -139,11 +139,17 @@ BEHAVIOURS: dict[str, tuple[grpc.StatusCode, str, str, str]] = {
         "INTERNAL_ERROR",
         "An internal error has occurred.",
     ),
+    # A permanent failure for tests of the generic permanent path (no retry, dead, one alert).
+    # RequestError.RESOURCE_NOT_FOUND, "Requested resource not found."
+    # (https://developers.google.com/google-ads/api/reference/rpc/v26/RequestErrorEnum.RequestError):
+    # it may name another resource than the ad group, so it says nothing about the ad group
+    # being gone. (This name once played an unknown ad group with MutateError.RESOURCE_NOT_FOUND,
+    # which is about to mean "this ad group is gone".)
     "permanent": (
         grpc.StatusCode.INVALID_ARGUMENT,
-        "mutate_error",
+        "request_error",
         "RESOURCE_NOT_FOUND",
-        "Resource was not found.",
+        "Requested resource not found.",
     ),
     "denied": (
         grpc.StatusCode.PERMISSION_DENIED,
@@ -245,7 +251,7 @@ class AdsStandIn:
             self._default = default
 
     def always(self, ad_group_id: str, behaviour: str = "permanent") -> None:
-        """Make every call touching this ad group behave the same (e.g. unknown ad group)."""
+        """Make every call touching this ad group behave the same (e.g. always failing)."""
         with self._lock:
             self._per_ad_group[ad_group_id] = behaviour
 

@@ -107,15 +107,16 @@ def test_transient_twice_then_ok(ads: AdsStandIn, client: Any) -> None:
 
 
 def test_permanent_not_retried(ads: AdsStandIn, client: Any) -> None:
-    """An unknown ad group fails once, fast, with a readable message."""
+    """A permanent failure fails once, fast, with a readable message."""
     ads.always("999", "permanent")
     sleeps = Sleeps()
     with pytest.raises(
-        PermanentAdsError, match=r"^RESOURCE_NOT_FOUND: Resource was not found"
+        PermanentAdsError, match=r"^RESOURCE_NOT_FOUND: Requested resource not found"
     ) as ei:
         google_ads.set_ad_group_status_with_retry(
             CUSTOMER, "999", "PAUSED", client=client, sleep=sleeps
         )
+    assert type(ei.value) is PermanentAdsError
     assert len(ads.requests) == 1
     assert sleeps == []
     assert type(ei.value.__cause__).__name__ == "GoogleAdsException"
