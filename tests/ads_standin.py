@@ -112,9 +112,18 @@ def trust_standin_cert() -> None:
 
 
 def _failure(
-    kind: str, code: str, message: str, retry_delay: float | None = None
+    kind: str,
+    code: str,
+    message: str,
+    retry_delay: float | None = None,
+    *,
+    location: tuple[tuple[str, int | None], ...] = (),
 ) -> ads_errors.GoogleAdsFailure:
-    """Build a GoogleAdsFailure like the real API sends in trailing metadata."""
+    """Build a GoogleAdsFailure like the real API sends in trailing metadata.
+
+    `location` is the error's field path, as (field name, index or None) pairs, e.g.
+    (("operations", 0), ("update", None), ("resource_name", None)).
+    """
     error = ads_errors.GoogleAdsError(message=message)
     enum_field = type(error.error_code).pb(error.error_code).DESCRIPTOR.fields_by_name[kind]
     setattr(error.error_code, kind, enum_field.enum_type.values_by_name[code].number)
@@ -122,6 +131,11 @@ def _failure(
         error.details.quota_error_details.retry_delay = duration_pb2.Duration(
             seconds=int(retry_delay)
         )
+    for field_name, index in location:
+        element = ads_errors.ErrorLocation.FieldPathElement(field_name=field_name)
+        if index is not None:
+            element.index = index
+        error.location.field_path_elements.append(element)
     return ads_errors.GoogleAdsFailure(errors=[error])
 
 
