@@ -1,5 +1,7 @@
 """Error types: each says how the sender or the job runner should react."""
 
+from typing import Any
+
 
 class WebhookRejected(Exception):
     """A request we refuse before storing anything; `status` is the HTTP answer."""
@@ -65,9 +67,29 @@ class PermanentAdsError(PermanentError):
 
 
 class AdGroupMissing(PermanentAdsError):
-    """Google Ads has no such ad group (`not_found`) or it was removed (`removed`)."""
+    """Google Ads says the ad group is gone: unknown to the account, or removed.
 
-    def __init__(self, message: str, *, kind: str, ad_group_id: str = "") -> None:
+    Permanent like its parent, but more: every later change of this ad group fails the same way,
+    so the caller marks it and skips it instead of alerting once per delivery. `kind` is
+    NOT_FOUND or REMOVED (Google Ads refuses every operation on a removed ad group);
+    `ad_group_id` is None when the failure was not tied to one ad group.
+    """
+
+    NOT_FOUND = "not_found"
+    REMOVED = "removed"
+    KINDS = frozenset({NOT_FOUND, REMOVED})
+
+    def __init__(self, message: str, *, kind: str, ad_group_id: str | None = None) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {sorted(self.KINDS)}, got {kind!r}")
         super().__init__(message)
         self.kind = kind
         self.ad_group_id = ad_group_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with the keyword arguments, which Exception's own reduce would drop."""
+        return (_rebuild_ad_group_missing, (str(self), self.kind, self.ad_group_id))
+
+
+def _rebuild_ad_group_missing(message: str, kind: str, ad_group_id: str | None) -> AdGroupMissing:
+    return AdGroupMissing(message, kind=kind, ad_group_id=ad_group_id)

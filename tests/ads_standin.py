@@ -1,8 +1,8 @@
 """Local TLS gRPC stand-in for Google Ads so tests use the real GoogleAdsClient offline.
 
-AdGroupService.MutateAdGroups (status changes, scriptable failures) and, for the set-up page and
-the ad-group picker, GoogleAdsService.SearchStream with the little GAQL those send (see
-`_search_stream`).
+AdGroupService.MutateAdGroups (status changes, scriptable failures; an ad group held as REMOVED
+refuses updates by itself) and, for the set-up page and the ad-group picker,
+GoogleAdsService.SearchStream with the little GAQL those send (see `_search_stream`).
 """
 
 from __future__ import annotations
@@ -112,9 +112,18 @@ def trust_standin_cert() -> None:
 
 
 def _failure(
-    kind: str, code: str, message: str, retry_delay: float | None = None
+    kind: str,
+    code: str,
+    message: str,
+    retry_delay: float | None = None,
+    *,
+    location: tuple[tuple[str, int | None], ...] = (),
 ) -> ads_errors.GoogleAdsFailure:
-    """Build a GoogleAdsFailure like the real API sends in trailing metadata."""
+    """Build a GoogleAdsFailure like the real API sends in trailing metadata.
+
+    `location` is the error's field path, as (field name, index or None) pairs, e.g.
+    (("operations", 0), ("update", None), ("resource_name", None)).
+    """
     error = ads_errors.GoogleAdsError(message=message)
     enum_field = type(error.error_code).pb(error.error_code).DESCRIPTOR.fields_by_name[kind]
     setattr(error.error_code, kind, enum_field.enum_type.values_by_name[code].number)
@@ -122,6 +131,11 @@ def _failure(
         error.details.quota_error_details.retry_delay = duration_pb2.Duration(
             seconds=int(retry_delay)
         )
+    for field_name, index in location:
+        element = ads_errors.ErrorLocation.FieldPathElement(field_name=field_name)
+        if index is not None:
+            element.index = index
+        error.location.field_path_elements.append(element)
     return ads_errors.GoogleAdsFailure(errors=[error])
 
 
@@ -139,11 +153,53 @@ BEHAVIOURS: dict[str, tuple[grpc.StatusCode, str, str, str]] = {
         "INTERNAL_ERROR",
         "An internal error has occurred.",
     ),
+    # A permanent failure for tests of the generic permanent path (no retry, dead, one alert).
+    # RequestError.RESOURCE_NOT_FOUND, "Requested resource not found."
+    # (https://developers.google.com/google-ads/api/reference/rpc/v26/RequestErrorEnum.RequestError):
+    # it may name another resource than the ad group, so it says nothing about the ad group
+    # being gone. (This name once played an unknown ad group, which is "not_found" now.)
     "permanent": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "request_error",
+        "RESOURCE_NOT_FOUND",
+        "Requested resource not found.",
+    ),
+    # An update of an ad group the account does not have. MutateError.RESOURCE_NOT_FOUND,
+    # "Requested resource was not found." (https://developers.google.com/google-ads/api/
+    # reference/rpc/v26/MutateErrorEnum.MutateError); as Google answered MutateAdGroups for one
+    # (googleads/google-ads-python, the thread 'Request with ID "AVZ6lLU3qeXrm-6vLgdX1A" failed
+    # with status "INVALID_ARGUMENT"'): status INVALID_ARGUMENT, message "Resource was not
+    # found.", on field operations > update > resource_name (OPERATION_FIELDS).
+    "not_found": (
         grpc.StatusCode.INVALID_ARGUMENT,
         "mutate_error",
         "RESOURCE_NOT_FOUND",
         "Resource was not found.",
+    ),
+    # An update of a removed ad group; also what the stand-in answers by itself for an ad group
+    # it holds as REMOVED. OperationAccessDeniedError.OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE,
+    # message as the reference words it: "This operation is not allowed because the resource is
+    # removed." (https://developers.google.com/google-ads/api/reference/rpc/v26/
+    # OperationAccessDeniedErrorEnum.OperationAccessDeniedError). The reference names no gRPC
+    # status: assumed INVALID_ARGUMENT, the status of the not-found answer above and Google's
+    # status for a request the API cannot process as sent (https://developers.google.com/
+    # google-ads/api/docs/best-practices/understand-api-errors). The adapter decides by the
+    # error code, whichever status comes (its tests cover PERMISSION_DENIED too).
+    "removed": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "operation_access_denied_error",
+        "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE",
+        "This operation is not allowed because the resource is removed.",
+    ),
+    # A permanent failure that says nothing about the ad group being gone: the resource name
+    # is badly formed. RequestError.RESOURCE_NAME_MALFORMED, "Resource name provided is
+    # malformed." (https://developers.google.com/google-ads/api/reference/rpc/v26/
+    # RequestErrorEnum.RequestError).
+    "malformed": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "request_error",
+        "RESOURCE_NAME_MALFORMED",
+        "Resource name provided is malformed.",
     ),
     "denied": (
         grpc.StatusCode.PERMISSION_DENIED,
@@ -180,6 +236,16 @@ BEHAVIOURS: dict[str, tuple[grpc.StatusCode, str, str, str]] = {
         "CONCURRENT_MODIFICATION",
         "Multiple requests were attempting to modify the same resource at once. Retry the request.",
     ),
+}
+
+
+# Where in its operation a per-operation error points: Google names the operation as
+# operations[i] in `location.field_path_elements` (the failure shown in Google's
+# examples/error_handling/handle_partial_failure.py, googleads/google-ads-python), then the
+# field. For "removed" no example shows a field, so only the operation is named.
+OPERATION_FIELDS: dict[str, tuple[str, ...]] = {
+    "not_found": ("update", "resource_name"),
+    "removed": (),
 }
 
 
@@ -245,25 +311,48 @@ class AdsStandIn:
             self._default = default
 
     def always(self, ad_group_id: str, behaviour: str = "permanent") -> None:
-        """Make every call touching this ad group behave the same (e.g. unknown ad group)."""
+        """Make every call touching this ad group behave the same (e.g. "not_found")."""
         with self._lock:
             self._per_ad_group[ad_group_id] = behaviour
 
-    def _next_behaviour(self, request: Any) -> str:
-        """Pick the per-ad-group rule first, then the scripted queue, then the default."""
+    def remove_ad_group(self, ad_group_id: str) -> None:
+        """Play a person removing the ad group in Google Ads: searches then answer REMOVED
+        and every update of it fails as "removed"."""
         with self._lock:
-            for op in request.operations:
-                ad_group_id = op.update.resource_name.rsplit("/", 1)[-1]
+            self.statuses[str(ad_group_id)] = "REMOVED"
+            if str(ad_group_id) in self.ad_groups:
+                self.ad_groups[str(ad_group_id)]["status"] = "REMOVED"
+
+    def _held_as_removed(self, ad_group_id: str) -> bool:
+        """Whether "Google" holds this ad group as REMOVED (in `statuses` or `ad_groups`)."""
+        group = self.ad_groups.get(ad_group_id)
+        return self.statuses.get(ad_group_id) == "REMOVED" or (
+            group is not None and group["status"] == "REMOVED"
+        )
+
+    def _next_behaviour(self, request: Any) -> tuple[str, int]:
+        """The answer and the index of the operation it is about.
+
+        The per-ad-group rule first, then an ad group held as REMOVED (answered "removed", as
+        Google refuses any operation on a removed resource), then the scripted queue, then the
+        default.
+        """
+        with self._lock:
+            ad_group_ids = [op.update.resource_name.rsplit("/", 1)[-1] for op in request.operations]
+            for index, ad_group_id in enumerate(ad_group_ids):
                 if ad_group_id in self._per_ad_group:
-                    return self._per_ad_group[ad_group_id]
-            return self._script.popleft() if self._script else self._default
+                    return self._per_ad_group[ad_group_id], index
+            for index, ad_group_id in enumerate(ad_group_ids):
+                if self._held_as_removed(ad_group_id):
+                    return "removed", index
+            return (self._script.popleft() if self._script else self._default), 0
 
     def _mutate(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Record the request, then answer as scripted."""
         metadata = {md.key: md.value for md in context.invocation_metadata()}
         with self._lock:
             self.requests.append(RecordedCall(request=request, metadata=metadata))
-        behaviour = self._next_behaviour(request)
+        behaviour, index = self._next_behaviour(request)
         if behaviour == "slow":
             # Answer late; a caller that gave up (its deadline passed) frees the thread at once.
             until = time.monotonic() + self.slow_seconds
@@ -283,7 +372,11 @@ class AdsStandIn:
             return response
         status, kind, code, message = BEHAVIOURS[behaviour]
         delay = self.retry_delay if code == "RESOURCE_TEMPORARILY_EXHAUSTED" else None
-        failure = _failure(kind, code, message, delay)
+        location: tuple[tuple[str, int | None], ...] = ()
+        if behaviour in OPERATION_FIELDS:
+            fields = OPERATION_FIELDS[behaviour]
+            location = (("operations", index), *((name, None) for name in fields))
+        failure = _failure(kind, code, message, delay, location=location)
         context.set_trailing_metadata(
             (
                 (FAILURE_KEY, ads_errors.GoogleAdsFailure.serialize(failure)),

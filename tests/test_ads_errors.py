@@ -4,8 +4,13 @@ DatabaseError.CONCURRENT_MODIFICATION says "Retry the request"; QuotaError.RESOU
 is retried by Google's own examples/error_handling/handle_rate_exceeded_error.py. Both used to
 be permanent here: a promotion end that collided with an edit was recorded as ended while the
 ad group kept running, and a rate limit killed the delivery at once.
+
+An ad group Google Ads does not know (MutateError.RESOURCE_NOT_FOUND) or holds as removed
+(OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE) is AdGroupMissing: permanent, with its kind, so
+the caller can mark it and skip it. Access errors stay plain permanent.
 """
 
+import pickle
 from datetime import date, time
 from importlib import import_module
 
@@ -15,7 +20,12 @@ from django.core import mail
 
 from automation import jobs, promotions, scheduling
 from automation.adapters import google_ads
-from automation.exceptions import PermanentAdsError, TransientAdsError
+from automation.exceptions import (
+    AdGroupMissing,
+    PermanentAdsError,
+    PermanentError,
+    TransientAdsError,
+)
 from automation.models import AdGroupAction, Delivery, Promotion, PromotionAdGroup, WatchedItem
 from tests.ads_standin import _failure
 from tests.signing import post_shopify
@@ -61,6 +71,135 @@ def test_a_real_permanent_error_on_the_same_status_stays_permanent():
     failure = _failure("mutate_error", "RESOURCE_NOT_FOUND", "Resource was not found.")
     result = google_ads._classify_failure(failure, grpc.StatusCode.INVALID_ARGUMENT, None)
     assert isinstance(result, PermanentAdsError)
+
+
+# --- an ad group Google Ads says is gone --------------------------------------------------------
+
+# (error kind, enum name, Google's wording in the v26 reference, what we call it)
+GONE = [
+    (
+        "mutate_error",
+        "RESOURCE_NOT_FOUND",
+        "Resource was not found.",
+        AdGroupMissing.NOT_FOUND,
+    ),
+    (
+        "operation_access_denied_error",
+        "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE",
+        "This operation is not allowed because the resource is removed.",
+        AdGroupMissing.REMOVED,
+    ),
+    (
+        "context_error",
+        "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE",
+        "The operation is not allowed for removed resources.",
+        AdGroupMissing.REMOVED,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "status",
+    # the reference names no status for these: the code decides
+    [grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED, None],
+)
+@pytest.mark.parametrize(("kind", "code", "message", "gone"), GONE)
+def test_the_codes_that_say_the_ad_group_is_gone(status, kind, code, message, gone):
+    failure = _failure(kind, code, message, location=(("operations", 0), ("update", None)))
+    result = google_ads._classify_failure(failure, status, "rid-2", ad_group_id="555")
+    assert type(result) is AdGroupMissing
+    assert (result.kind, result.ad_group_id) == (gone, "555")
+    assert str(result) == f"{code}: {message} (request-id rid-2)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "code", "status"),
+    [
+        # permission: the account, the user or the role, never the ad group itself
+        ("authorization_error", "USER_PERMISSION_DENIED", grpc.StatusCode.PERMISSION_DENIED),
+        ("authorization_error", "ACTION_NOT_PERMITTED", grpc.StatusCode.PERMISSION_DENIED),
+        ("authorization_error", "CUSTOMER_NOT_ENABLED", grpc.StatusCode.PERMISSION_DENIED),
+        ("operation_access_denied_error", "UPDATE_OPERATION_NOT_PERMITTED", None),
+        ("operation_access_denied_error", "ACTION_NOT_PERMITTED", None),
+        # a badly formed name is not a gone ad group
+        ("request_error", "RESOURCE_NAME_MALFORMED", grpc.StatusCode.INVALID_ARGUMENT),
+        ("request_error", "BAD_RESOURCE_ID", grpc.StatusCode.INVALID_ARGUMENT),
+        # "not found", but possibly about another resource than the ad group
+        ("request_error", "RESOURCE_NOT_FOUND", grpc.StatusCode.INVALID_ARGUMENT),
+        ("id_error", "NOT_FOUND", grpc.StatusCode.INVALID_ARGUMENT),
+    ],
+)
+def test_access_and_other_permanent_errors_stay_plain_permanent(kind, code, status):
+    result = google_ads._classify_failure(_failure(kind, code, "as Google words it"), status, None)
+    assert type(result) is PermanentAdsError
+
+
+def test_a_gone_code_on_a_transient_status_is_retried():
+    """As everywhere here, a transient status wins: asking again is safe."""
+    failure = _failure("mutate_error", "RESOURCE_NOT_FOUND", "Resource was not found.")
+    result = google_ads._classify_failure(failure, grpc.StatusCode.UNAVAILABLE, None)
+    assert type(result) is TransientAdsError
+
+
+def failure_of(*errors: tuple[str, str]) -> object:
+    """One GoogleAdsFailure carrying several errors."""
+    failure = _failure(*errors[0], "first")
+    for kind, code in errors[1:]:
+        failure.errors.append(_failure(kind, code, "next").errors[0])
+    return failure
+
+
+def test_gone_only_when_every_error_says_so():
+    """Wrongly "gone" would skip the ad group for good; wrongly plain costs one more alert."""
+    not_found = ("mutate_error", "RESOURCE_NOT_FOUND")
+    removed = ("operation_access_denied_error", "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE")
+    denied = ("authorization_error", "USER_PERMISSION_DENIED")
+    collision = ("database_error", "CONCURRENT_MODIFICATION")
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+    both = google_ads._classify_failure(failure_of(not_found, removed), status, None)
+    assert type(both) is AdGroupMissing and both.kind == AdGroupMissing.REMOVED
+    mixed = google_ads._classify_failure(failure_of(not_found, denied), status, None)
+    assert type(mixed) is PermanentAdsError
+    retried = google_ads._classify_failure(failure_of(removed, collision), status, None)
+    assert type(retried) is TransientAdsError
+
+
+def test_translate_error_names_the_ad_group_only_when_told():
+    from google.ads.googleads.errors import GoogleAdsException
+
+    class FakeCall(grpc.RpcError):
+        def code(self) -> grpc.StatusCode:
+            return grpc.StatusCode.INVALID_ARGUMENT
+
+    failure = _failure("mutate_error", "RESOURCE_NOT_FOUND", "Resource was not found.")
+    err = GoogleAdsException(FakeCall(), FakeCall(), failure, "rid-3")
+    assert google_ads.translate_error(err).ad_group_id is None
+    assert google_ads.translate_error(err, ad_group_id="777").ad_group_id == "777"
+
+
+def test_ad_group_missing_is_a_permanent_error_with_a_known_kind():
+    err = AdGroupMissing(
+        "RESOURCE_NOT_FOUND: Resource was not found.", kind=AdGroupMissing.NOT_FOUND
+    )
+    assert isinstance(err, PermanentAdsError) and isinstance(err, PermanentError)
+    assert (err.kind, err.ad_group_id) == (AdGroupMissing.NOT_FOUND, None)
+    assert {"not_found", "removed"} == AdGroupMissing.KINDS  # the names callers store
+    with pytest.raises(ValueError, match="kind must be one of"):
+        AdGroupMissing("gone", kind="deleted")
+
+
+def test_ad_group_missing_survives_pickling():
+    err = AdGroupMissing(
+        "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE", kind="removed", ad_group_id="556"
+    )
+    copy = pickle.loads(pickle.dumps(err))  # noqa: S301 - our own object
+    assert (type(copy), str(copy), copy.kind, copy.ad_group_id) == (
+        AdGroupMissing,
+        str(err),
+        "removed",
+        "556",
+    )
 
 
 # --- a promotion end colliding with an edit ----------------------------------------------------

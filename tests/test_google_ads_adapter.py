@@ -12,7 +12,7 @@ from google.api_core import exceptions as core_exceptions
 from google.oauth2.credentials import Credentials
 
 from automation.adapters import google_ads
-from automation.exceptions import PermanentAdsError, TransientAdsError
+from automation.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
 
 # gRPC caches its TLS trust roots at the first TLS channel, so trust the stand-in cert at import.
@@ -31,16 +31,24 @@ def ads() -> Iterator[AdsStandIn]:
 
 @pytest.fixture(autouse=True)
 def _reset(ads: AdsStandIn) -> None:
-    """Start every test with an empty log and an all-ok script."""
+    """Start every test with an empty log, an all-ok script and no ad group Google holds."""
     ads.requests.clear()
     ads.script([])
     ads._per_ad_group.clear()
+    ads.statuses.clear()
+    ads.reset_search()
 
 
 @pytest.fixture(scope="module")
 def client(ads: AdsStandIn) -> Any:
     """A real GoogleAdsClient aimed at the stand-in."""
     return make_test_client(ads)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["proto-plus", "raw-protobuf"])
+def either_client(ads: AdsStandIn, request: pytest.FixtureRequest) -> Any:
+    """The client with proto-plus messages, and with raw protobuf (`use_proto_plus: False`)."""
+    return make_test_client(ads, use_proto_plus=request.param)
 
 
 class Sleeps(list[float]):
@@ -107,15 +115,16 @@ def test_transient_twice_then_ok(ads: AdsStandIn, client: Any) -> None:
 
 
 def test_permanent_not_retried(ads: AdsStandIn, client: Any) -> None:
-    """An unknown ad group fails once, fast, with a readable message."""
+    """A permanent failure fails once, fast, with a readable message."""
     ads.always("999", "permanent")
     sleeps = Sleeps()
     with pytest.raises(
-        PermanentAdsError, match=r"^RESOURCE_NOT_FOUND: Resource was not found"
+        PermanentAdsError, match=r"^RESOURCE_NOT_FOUND: Requested resource not found"
     ) as ei:
         google_ads.set_ad_group_status_with_retry(
             CUSTOMER, "999", "PAUSED", client=client, sleep=sleeps
         )
+    assert type(ei.value) is PermanentAdsError  # RequestError's, not the ad group's: not missing
     assert len(ads.requests) == 1
     assert sleeps == []
     assert type(ei.value.__cause__).__name__ == "GoogleAdsException"
@@ -127,6 +136,92 @@ def test_permission_denied_is_permanent(ads: AdsStandIn, client: Any) -> None:
     with pytest.raises(PermanentAdsError, match="USER_PERMISSION_DENIED"):
         google_ads.set_ad_group_status_with_retry(CUSTOMER, "555", "PAUSED", client=client)
     assert len(ads.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "kind", "answer"),
+    [
+        ("not_found", AdGroupMissing.NOT_FOUND, r"^RESOURCE_NOT_FOUND: Resource was not found\."),
+        (
+            "removed",
+            AdGroupMissing.REMOVED,
+            r"^OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE: This operation is not allowed "
+            r"because the resource is removed\.",
+        ),
+    ],
+)
+def test_a_gone_ad_group_fails_once_as_missing_and_is_never_retried(
+    ads: AdsStandIn, either_client: Any, behaviour: str, kind: str, answer: str
+) -> None:
+    """Google's answer for an unknown or a removed ad group: AdGroupMissing, one call."""
+    ads.always("999", behaviour)
+    sleeps = Sleeps()
+    with pytest.raises(AdGroupMissing, match=answer) as ei:
+        google_ads.set_ad_group_status_with_retry(
+            CUSTOMER, "999", "PAUSED", retries=4, client=either_client, sleep=sleeps
+        )
+    assert (ei.value.kind, ei.value.ad_group_id) == (kind, "999")
+    assert len(ads.requests) == 1
+    assert sleeps == []
+    assert type(ei.value.__cause__).__name__ == "GoogleAdsException"
+
+
+@pytest.mark.parametrize("held_in", ["statuses", "ad_groups"])
+def test_an_ad_group_removed_in_google_ads_refuses_the_change_by_itself(
+    ads: AdsStandIn, either_client: Any, held_in: str
+) -> None:
+    """Someone removed it in the Google Ads UI: enabling it again fails as "removed"."""
+    if held_in == "statuses":
+        ads.remove_ad_group("556")
+    else:
+        ads.add_ad_group("556", "Sommerwiese Suche", "Kerzen Sommer", status="REMOVED")
+    sleeps = Sleeps()
+    with pytest.raises(AdGroupMissing) as ei:
+        google_ads.set_ad_group_status_with_retry(
+            CUSTOMER, "556", "ENABLED", client=either_client, sleep=sleeps
+        )
+    assert (ei.value.kind, ei.value.ad_group_id) == (AdGroupMissing.REMOVED, "556")
+    assert len(ads.requests) == 1 and sleeps == []
+    # nothing changed at "Google": no ENABLED recorded
+    assert ads.statuses.get("556") == ("REMOVED" if held_in == "statuses" else None)
+
+
+@pytest.mark.parametrize("behaviour", ["denied", "malformed"])
+def test_access_and_other_permanent_errors_are_not_missing(
+    ads: AdsStandIn, either_client: Any, behaviour: str
+) -> None:
+    """Permission denied or a badly formed name: plain PermanentAdsError, one call."""
+    ads.script([behaviour])
+    with pytest.raises(PermanentAdsError) as ei:
+        google_ads.set_ad_group_status_with_retry(CUSTOMER, "555", "PAUSED", client=either_client)
+    assert type(ei.value) is PermanentAdsError
+    assert len(ads.requests) == 1
+
+
+def test_transient_stays_transient_with_either_message_kind(
+    ads: AdsStandIn, either_client: Any
+) -> None:
+    """A hiccup is retried as before, then the change goes through."""
+    ads.script(["transient", "ok"])
+    sleeps = Sleeps()
+    result = google_ads.set_ad_group_status_with_retry(
+        CUSTOMER, "555", "PAUSED", client=either_client, sleep=sleeps
+    )
+    assert result == RESOURCE
+    assert len(ads.requests) == 2 and len(sleeps) == 1
+
+
+def test_statuses_read_removed_as_removed_and_leave_unknown_ones_out(
+    ads: AdsStandIn, either_client: Any
+) -> None:
+    """What the caller reads: "REMOVED" is removed, an absent id is not found."""
+    ads.statuses.update({"555": "ENABLED", "556": "PAUSED"})
+    ads.remove_ad_group("557")
+    found = google_ads.search_ad_group_statuses(
+        CUSTOMER, ["555", "556", "557", "999"], client=either_client
+    )
+    assert found == {"555": "ENABLED", "556": "PAUSED", "557": "REMOVED"}
+    assert "999" not in found
 
 
 def test_transient_forever_gives_up(ads: AdsStandIn, client: Any) -> None:

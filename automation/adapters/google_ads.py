@@ -25,7 +25,7 @@ from tenacity import (
 )
 from tenacity.wait import wait_random_exponential
 
-from ..exceptions import PermanentAdsError, TransientAdsError
+from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 
 # Pinned so an SDK upgrade never silently changes the wire API; bump deliberately.
 API_VERSION = "v26"
@@ -53,6 +53,37 @@ _TRANSIENT_ADS_CODES = frozenset(
         ("database_error", "CONCURRENT_MODIFICATION"),
     }
 )
+# Codes that say "this ad group is gone", answering our one-operation AdGroupService.MutateAdGroups
+# update (the v26 reference of AdGroupService.MutateAdGroups lists MutateError and
+# OperationAccessDeniedError among its thrown errors). Classified by the code, not the gRPC
+# status, which the reference does not name for them.
+_AD_GROUP_MISSING: dict[tuple[str, str], str] = {
+    # "Requested resource was not found."
+    # (https://developers.google.com/google-ads/api/reference/rpc/v26/MutateErrorEnum.MutateError).
+    # How Google answers an update of an ad group the account does not have (a wrong id, or the
+    # right id in another account): INVALID_ARGUMENT, "Resource was not found.", on field
+    # operations > update > resource_name (googleads/google-ads-python, the thread 'Request with
+    # ID "AVZ6lLU3qeXrm-6vLgdX1A" failed with status "INVALID_ARGUMENT"', where Google's team
+    # found that the ad group did not exist in that account).
+    ("mutate_error", "RESOURCE_NOT_FOUND"): AdGroupMissing.NOT_FOUND,
+    # "This operation is not allowed because the resource is removed."
+    # (https://developers.google.com/google-ads/api/reference/rpc/v26/OperationAccessDeniedErrorEnum.OperationAccessDeniedError):
+    # the resource our update names, the ad group, is removed. Not a permission error: no access
+    # or role makes the operation allowed, the ad group's removal forbids it.
+    ("operation_access_denied_error", "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE"): (
+        AdGroupMissing.REMOVED
+    ),
+    # "The operation is not allowed for removed resources."
+    # (https://developers.google.com/google-ads/api/reference/rpc/v26/ContextErrorEnum.ContextError).
+    # Not among MutateAdGroups' listed errors (other services, e.g. MutateAdGroupAds, list
+    # ContextError); it says the same, so it is read the same if it ever answers ours.
+    ("context_error", "OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE"): AdGroupMissing.REMOVED,
+}
+# Not here, though close: RequestError.RESOURCE_NOT_FOUND ("Requested resource not found.") and
+# IdError.NOT_FOUND ("ID not found") may name another resource than the ad group;
+# RequestError.RESOURCE_NAME_MALFORMED and BAD_RESOURCE_ID ("Resource name provided is
+# malformed.") say the name is badly formed, not that the ad group is gone; AuthorizationError
+# and the other OperationAccessDeniedError codes are about access. All stay PermanentAdsError.
 _TRANSIENT_GRPC_CODES = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
@@ -164,17 +195,30 @@ def _request_id(metadata: Any) -> str | None:
 
 
 def _classify_failure(
-    failure: Any, status: grpc.StatusCode | None, request_id: str | None
+    failure: Any,
+    status: grpc.StatusCode | None,
+    request_id: str | None,
+    *,
+    ad_group_id: str | None = None,
 ) -> TransientAdsError | PermanentAdsError:
-    """Decide transient vs permanent from GoogleAdsFailure codes plus the gRPC status."""
+    """Decide transient, gone (AdGroupMissing) or permanent from the failure's codes and status.
+
+    Transient wins (a status change is safe to repeat). AdGroupMissing only when every error
+    says the ad group is gone: wrongly "gone" would skip the ad group for good, wrongly plain
+    permanent costs one more alert. Per-operation errors name their operation in
+    `location.field_path_elements` (operations[i]); we send one operation per call, so they
+    are about `ad_group_id`, the ad group the call was for.
+    """
     failure_pb = _raw_pb(failure)
     parts: list[str] = []
     transient = status in _TRANSIENT_GRPC_CODES
     rate_exceeded = False
     retry_delay: float | None = None
+    missing: list[str | None] = []
     for error in failure_pb.errors:
         kind, name = _error_code(error)
         parts.append(f"{name}: {error.message}".strip())
+        missing.append(_AD_GROUP_MISSING.get((kind, name)))
         if (kind, name) in _TRANSIENT_ADS_CODES:
             transient = True
         if (kind, name) == _RATE_EXCEEDED:
@@ -194,14 +238,24 @@ def _classify_failure(
             retry_delay=retry_delay,
             retry_in_job=not (rate_exceeded and retry_delay is None),
         )
+    if missing and None not in missing:
+        removed = AdGroupMissing.REMOVED in missing
+        kind = AdGroupMissing.REMOVED if removed else AdGroupMissing.NOT_FOUND
+        return AdGroupMissing(message, kind=kind, ad_group_id=ad_group_id)
     return PermanentAdsError(message)
 
 
-def translate_error(err: Exception) -> TransientAdsError | PermanentAdsError:
-    """Map any SDK/gRPC/api_core error to our two-class taxonomy with a short readable message."""
+def translate_error(
+    err: Exception, *, ad_group_id: str | None = None
+) -> TransientAdsError | PermanentAdsError:
+    """Map any SDK/gRPC/api_core error to our taxonomy with a short readable message.
+
+    Transient or permanent; AdGroupMissing (a permanent error) when Google says the ad group is
+    gone. `ad_group_id` is the ad group the call was about, if it was about one.
+    """
     if isinstance(err, GoogleAdsException):
         status = err.error.code() if hasattr(err.error, "code") else None
-        return _classify_failure(err.failure, status, err.request_id)
+        return _classify_failure(err.failure, status, err.request_id, ad_group_id=ad_group_id)
     if isinstance(err, core_exceptions.GoogleAPICallError):
         response = getattr(err, "response", None)
         metadata = None
@@ -210,7 +264,9 @@ def translate_error(err: Exception) -> TransientAdsError | PermanentAdsError:
         failure = _failure_from_metadata(metadata)
         status = err.grpc_status_code
         if failure is not None and failure.errors:
-            return _classify_failure(failure, status, _request_id(metadata))
+            return _classify_failure(
+                failure, status, _request_id(metadata), ad_group_id=ad_group_id
+            )
         message = f"{status.name if status else type(err).__name__}: {err.message}"
         if "metadata from plugin failed" in message and any(
             marker in message for marker in _PERMANENT_AUTH_MARKERS
@@ -229,13 +285,14 @@ def translate_error(err: Exception) -> TransientAdsError | PermanentAdsError:
 
 
 @contextmanager
-def _our_errors() -> Iterator[None]:
+def _our_errors(*, ad_group_id: str | None = None) -> Iterator[None]:
     """Every call into the SDK raises only our error types: the vendor's translated by
-    `translate_error`, and a programming error (ours or an SDK change) permanent."""
+    `translate_error` (for `ad_group_id` if the call is about one ad group), and a programming
+    error (ours or an SDK change) permanent."""
     try:
         yield
     except (GoogleAdsException, core_exceptions.GoogleAPICallError, grpc.RpcError) as err:
-        raise translate_error(err) from err
+        raise translate_error(err, ad_group_id=ad_group_id) from err
     except (AttributeError, TypeError, ValueError, LookupError) as err:
         # A bug of ours or an SDK change, never healed by waiting: no retry, one alert.
         raise PermanentAdsError(f"PROGRAMMING_ERROR: {type(err).__name__}: {err}") from err
@@ -249,12 +306,15 @@ def set_ad_group_status(
     client: GoogleAdsClient | None = None,
     timeout: float = 20.0,
 ) -> str:
-    """Pause/enable one ad group; returns its resource name, raising only our own error types."""
+    """Pause/enable one ad group; returns its resource name, raising only our own error types.
+
+    AdGroupMissing (kind "not_found" or "removed") when Google Ads says the ad group is gone.
+    """
     if status not in VALID_STATUSES:
         raise ValueError(f"status must be one of {sorted(VALID_STATUSES)}, got {status!r}")
     customer_id = str(customer_id).replace("-", "")
     client = client or build_client()
-    with _our_errors():
+    with _our_errors(ad_group_id=str(ad_group_id)):
         # As Google's examples/basic_operations/update_ad_group.py builds it; `_raw_pb` lets the
         # field mask work with use_proto_plus True (wrapper) and False (raw protobuf) alike.
         service = client.get_service("AdGroupService", version=API_VERSION)
@@ -348,6 +408,9 @@ def set_ad_group_status_with_retry(
     sleep: Callable[[float], None] = time.sleep,
 ) -> str:
     """Retry only TransientAdsError (status changes are idempotent); re-raise the last one.
+
+    Every PermanentAdsError, AdGroupMissing included, ends the loop at once: asking again
+    about an ad group Google says is gone gets the same answer.
 
     `deadline` (a time.monotonic() value) bounds the whole loop: no call starts after it, each
     call's gRPC timeout ends by it, and reaching it raises TransientAdsError with
@@ -552,8 +615,12 @@ def search_ad_group_statuses(
     """Each ad group's real status as Google Ads has it now ({ad group id: "ENABLED", ...}).
 
     A GAQL search of `ad_group.status` through GoogleAdsService.Search, as Google's
-    examples/basic_operations/get_ad_groups.py (googleads/google-ads-python) reads ad groups;
-    the SDK's pager fetches further pages itself. Ad groups Google does not know are absent.
+    examples/basic_operations/get_ad_groups.py (googleads/google-ads-python, until its 2023
+    examples cleanup) read ad groups; the SDK's pager fetches further pages itself. A removed
+    ad group answers "REMOVED" (AdGroupStatusEnum; the query does not filter on status, as
+    Google's examples/basic_operations/get_responsive_search_ads.py must with `status !=
+    REMOVED` to leave removed ones out). An ad group the account does not know is absent from
+    the result: the caller reads absent as not found, "REMOVED" as removed.
     """
     customer_id = str(customer_id).replace("-", "")
     ids = sorted({str(int(ad_group_id)) for ad_group_id in ad_group_ids})  # numbers only
