@@ -171,18 +171,20 @@ def test_a_variant_shopify_no_longer_lists_stops_counting(client, run_worker, wi
     assert statuses() == ["ENABLED"]
     body = product_body(updated_at="2026-11-27T09:00:00+01:00")
     body["variants"] = body["variants"][:1]
+    body["variant_gids"] = body["variant_gids"][:1]
     send(client, run_worker, body, topic="products/update")
     assert statuses() == ["ENABLED", "PAUSED"]
     assert Variant.objects.get(inventory_item_id=GROSS).deleted_at is not None
 
 
 def test_a_disconnected_location_stops_counting(client, run_worker, winterzauber):
-    send(client, run_worker, level(KLEIN, 0, 0), level(KLEIN, 4, 1, location=POPUP))
-    assert statuses() == ["ENABLED"]
+    send(client, run_worker, level(GROSS, 0, 0), level(KLEIN, 0, 0))
+    send(client, run_worker, level(KLEIN, 4, 1, location=POPUP))
+    assert statuses() == ["PAUSED", "ENABLED"]
     disconnect = {"inventory_item_id": KLEIN, "location_id": POPUP}
     send(client, run_worker, disconnect, topic="inventory_levels/disconnect")
     assert not StockLevel.objects.filter(location_id=POPUP).exists()
-    assert statuses() == ["ENABLED", "PAUSED"]
+    assert statuses() == ["PAUSED", "ENABLED", "PAUSED"]
     delivery = Delivery.objects.order_by("-pk").first()
     assert delivery.status == Delivery.Status.DONE
     assert delivery.result.startswith(f"location {POPUP} disconnected")
@@ -201,6 +203,7 @@ def test_a_location_that_does_not_ship_online_orders_does_not_count(
     client, run_worker, winterzauber
 ):
     Location.objects.create(location_id=POPUP, name="Laden", fulfills_online_orders=False)
+    send(client, run_worker, level(GROSS, 0, 0))
     send(client, run_worker, level(KLEIN, 0, 0), level(KLEIN, 4, 1, location=POPUP))
     assert statuses() == ["PAUSED"]
     # the merchant decides it counts after all: decided again at once
