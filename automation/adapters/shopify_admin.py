@@ -88,8 +88,14 @@ class ShopifyCredentialsError(ShopifyAdminError):
     """Shopify refused the app's client id or secret: only a configuration change helps."""
 
 
-class _CostExceeded(Exception):
-    """Internal: Shopify refused the query as too expensive; the caller splits the batch."""
+class _CostExceeded(ShopifyAdminError):
+    """Shopify refused the query as too expensive: a batch is split, a single query reports it.
+
+    A ShopifyAdminError, so a query nobody splits (a search, a listing) fails as ours too.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message, code=MAX_COST_EXCEEDED)
 
 
 class _ServerBusy(Exception):
@@ -666,41 +672,77 @@ class ShopifyAdmin:
         return min(self.levels_per_item, 2 * self._most_levels)
 
     def _fetch_batch(self, ids: list[int]) -> Iterator[Level]:
-        """One `nodes` query, split in halves while its estimated cost is over the limit."""
-        first = self.page_size()
-        if len(ids) > 1 and self.estimate_cost("nodes", len(ids), first) > self._cost_limit():
+        """One batch of items: their first pages of levels, then the rest of any longer item."""
+        for batch, _first, nodes in self._nodes_within_cost(
+            ids,
+            NODES_QUERY,
+            "InventoryItem",
+            kind="nodes",
+            page=self.page_size,
+            page_variable="first",
+        ):
+            more: list[tuple[int, str, int]] = []
+            for item_id, node in zip(batch, nodes, strict=True):
+                if not node or "inventoryLevels" not in node:
+                    self.missing += 1  # deleted (null) or not an InventoryItem
+                    continue
+                connection = node["inventoryLevels"] or {}
+                yield from self._levels(item_id, connection)
+                count = len(connection.get("edges") or [])
+                cursor = self._next_cursor(connection)
+                if cursor:
+                    more.append((item_id, cursor, count))
+                else:
+                    self._most_levels = max(self._most_levels, count)
+            for item_id, cursor, count in more:
+                yield from self._follow_item(item_id, cursor, count)
+
+    def _nodes_within_cost(
+        self,
+        ids: list[int],
+        query: str,
+        gid_type: str,
+        *,
+        kind: str,
+        page: Callable[[], int] | None = None,
+        page_variable: str = "",
+    ) -> Iterator[tuple[list[int], int, list[Any]]]:
+        """(ids, page size, nodes) for each `nodes(ids:)` query that fits the cost limit.
+
+        Halves `ids` while the estimated cost is over the limit, and once more when Shopify
+        refuses a query as too expensive (the refusal teaches the cost). `page` is asked anew
+        for every query, after the caller handled the one before: page sizes follow what the
+        shop's objects turned out to have.
+        """
+        first = page() if page else 0
+        if len(ids) > 1 and self.estimate_cost(kind, len(ids), first) > self._cost_limit():
             half = len(ids) // 2
-            yield from self._fetch_batch(ids[:half])
-            yield from self._fetch_batch(ids[half:])
+            yield from self._nodes_within_cost(
+                ids[:half], query, gid_type, kind=kind, page=page, page_variable=page_variable
+            )
+            yield from self._nodes_within_cost(
+                ids[half:], query, gid_type, kind=kind, page=page, page_variable=page_variable
+            )
             return
-        variables = {"ids": [_gid("InventoryItem", item_id) for item_id in ids], "first": first}
+        variables: dict[str, Any] = {"ids": [_gid(gid_type, object_id) for object_id in ids]}
+        if page_variable:
+            variables[page_variable] = first
         try:
-            data = self._execute(NODES_QUERY, variables, kind="nodes", count=len(ids), first=first)
+            data = self._execute(query, variables, kind=kind, count=len(ids), first=first)
         except _CostExceeded as err:
             if len(ids) == 1:
                 raise ShopifyAdminError(
-                    f"one item with levels_per_item={first} exceeds the query cost limit"
+                    f"one {gid_type} with a page of {first} exceeds the query cost limit",
+                    code=MAX_COST_EXCEEDED,
                 ) from err
-            yield from self._fetch_batch(ids)  # the refusal taught us the cost: split now
+            yield from self._nodes_within_cost(
+                ids, query, gid_type, kind=kind, page=page, page_variable=page_variable
+            )
             return
         nodes = data.get("nodes")
         if not isinstance(nodes, list) or len(nodes) != len(ids):
             raise ShopifyAdminError("unexpected answer to nodes(ids:): wrong number of nodes")
-        more: list[tuple[int, str]] = []
-        for item_id, node in zip(ids, nodes, strict=True):
-            if not node or "inventoryLevels" not in node:
-                self.missing += 1  # deleted (null) or not an InventoryItem
-                continue
-            connection = node["inventoryLevels"] or {}
-            yield from self._levels(item_id, connection)
-            count = len(connection.get("edges") or [])
-            cursor = self._next_cursor(connection)
-            if cursor:
-                more.append((item_id, cursor, count))
-            else:
-                self._most_levels = max(self._most_levels, count)
-        for item_id, cursor, count in more:
-            yield from self._follow_item(item_id, cursor, count)
+        yield ids, first, nodes
 
     def _follow_item(self, item_id: int, cursor: str, count: int) -> Iterator[Level]:
         """Page through one item's remaining levels (more locations than one page holds)."""
