@@ -3,25 +3,53 @@
 Why: the adapter's point is pacing itself by Shopify's calculated query cost, so the stand-in
 meters every query the way Shopify does and answers THROTTLED when the bucket is short.
 
-It understands just enough GraphQL: which root field a query uses (`nodes`, `inventoryItem`,
-`webhookSubscriptions`, `webhookSubscriptionCreate`, `shop`), the `first` page size and the
-variables.
+It understands just enough GraphQL: the query's root field (the first field of its selection,
+one of ROOT_FIELDS), the type a `nodes` query asks for (`... on Product`), the page sizes of its
+connections (`first:`, literal or variable), a few literal arguments (`includeInactive: true`)
+and the variables. Answers carry only the shapes below, each as the shopify.dev page cited by
+the code that builds it: ids as gids (`gid://shopify/Product/1`), enums upper-case (`ACTIVE`,
+`DENY`), `sku` null where a variant has none, real opaque cursors.
 
-Cost formula (Shopify's documented rules: an object costs 1, a scalar 0, a connection 2 plus the
-number of objects it asks for, a mutation 10; requested cost from page sizes, actual cost from
-what was returned). Objects nested inside a connection's node (`location`, `quantities`) are not
-charged separately, a simplification: the adapter learns real costs from `requestedQueryCost`.
+Cost formula (Shopify's documented rules: an object costs 1, a scalar or enum 0, a connection 2
+plus `first` times the cost of one node, a mutation 10,
+https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits#cost-calculation; requested
+cost from page sizes, actual cost from what was returned; an object answered null costs 0).
+The inventory-level roots do not charge the objects nested in a level (`location`,
+`quantities`), a simplification they always had: the adapter learns real costs from
+`requestedQueryCost`.
 
     nodes(ids:) { ... on InventoryItem { inventoryLevels(first: F) } }
         requested = Σ ids   (1 + 2 + F)            actual = Σ found items (1 + 2 + levels returned)
     inventoryItem(id:) { inventoryLevels(first: F, after:) }
         requested = 1 + 2 + F                      actual = 1 + 2 + levels returned (0 if deleted)
+    inventoryItem(id:) { inventoryLevel(locationId:) { quantities } }
+        requested = 3                              actual = 3, 1 without the level, 0 without item
+    nodes(ids:) { ... on InventoryItem { variant { product } } }
+        requested = Σ ids 3                        actual = Σ found items 3
+    nodes(ids:) { ... on Product { variants(first: V) { ... inventoryItem } } }
+        requested = Σ ids (3 + 2 V)                actual = Σ found products (3 + 2 × variants)
+    product(id:) { variants(first: V, after:) { ... inventoryItem } }
+        requested = 3 + 2 V                        actual = 3 + 2 × variants returned (0 if gone)
+    product(id:) { id }                            requested = 1, actual = 1 (0 if gone)
+    products(first: P, query:) { variants(first: V) { ... inventoryItem } }
+        requested = 2 + P (3 + 2 V)                actual = 2 + Σ products (3 + 2 × variants)
+    locations(first: F)                            requested = 2 + F, actual = 2 + returned
     webhookSubscriptions(first: F)
         requested = 2 + F                          actual = 2 + subscriptions returned
     webhookSubscriptionCreate                      requested = actual = 10
     shop { id name }                               requested = actual = 1
     productVariants(first: F, query:) { ... product inventoryItem }
         requested = 2 + 3 F                        actual = 2 + 3 × variants returned
+
+The catalogue: `products` (add_product, or add_variant for a picker test) with their variants,
+each variant's inventory item `tracked` or not and its `inventoryPolicy`; an item's levels
+(add_item) give its variant's `inventoryQuantity` (the sum of `available` at active locations).
+`locations` (add_location) have a name, `fulfillsOnlineOrders` and `isActive`; `locations`
+leaves out deactivated ones unless `includeInactive: true`, legacy fulfillment-service ones
+unless `includeLegacy: true` (https://shopify.dev/docs/api/admin-graphql/2026-07/queries/locations).
+`products(query:)` understands `title:`, `sku:` (any variant's), bare terms, `*` prefixes, AND
+by juxtaposition and OR (https://shopify.dev/docs/api/usage/search-syntax), and answers in
+catalogue order (Shopify's RELEVANCE order is not modelled).
 
 Bucket (leaky, real clock unless a clock is injected): it starts full; a query runs only if the
 bucket holds its requested cost, and then loses its actual cost (Shopify deducts requested and
@@ -68,12 +96,17 @@ TOKEN_LIFETIME = 86399
 # authentication credentials are not present in the request or are incorrect",
 # https://shopify.dev/docs/api/usage/response-codes) with this string as `errors`.
 INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wrong password)"
+# The root fields the stand-in answers; a query with any other gets a GraphQL error.
 ROOT_FIELDS = (
     "webhookSubscriptionCreate",
     "webhookSubscriptions",
     "inventoryItem",
     "nodes",
     "productVariants",
+    "product",
+    "products",
+    "locations",
+    "shop",
 )
 MUTATION_COST = 10
 # The `shop` query answers the Shop of the token with any access scope; its `id` is a Shop gid
@@ -82,10 +115,52 @@ MUTATION_COST = 10
 # Shopify's shop/redact example (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance).
 SHOP_ID = 954889
 SHOP_NAME = "Elbkerzen"
-_SHOP_ROOT = re.compile(r"\bshop\s*\{")
+# InventoryLevel.updatedAt is non-null (https://shopify.dev/docs/api/admin-graphql/2026-07/objects/InventoryLevel):
+# a level row without a timestamp of its own answers this one.
+LEVEL_CREATED_AT = "2026-01-01T00:00:00Z"
+PRODUCT_UPDATED_AT = "2026-11-02T09:30:00Z"
 
 # (location_id, available, updated_at ISO 8601 or None)
 LevelRow = tuple[int, int | None, str | None]
+
+
+@dataclass
+class Variant:
+    """A product variant and its inventory item (ProductVariant, InventoryItem on shopify.dev).
+
+    `position` 0 means "after the product's other variants" (Shopify counts from 1);
+    `inventory_policy` is the GraphQL enum, DENY or CONTINUE.
+    """
+
+    id: int
+    inventory_item_id: int
+    title: str = "Default Title"
+    sku: str = ""
+    tracked: bool = True
+    inventory_policy: str = "DENY"
+    position: int = 0
+
+
+@dataclass
+class Product:
+    """A product: `status` the GraphQL enum (ACTIVE, ARCHIVED, DRAFT, UNLISTED)."""
+
+    id: int
+    title: str
+    status: str = "ACTIVE"
+    updated_at: str = PRODUCT_UPDATED_AT
+    variants: list[Variant] = field(default_factory=list)
+
+
+@dataclass
+class Location:
+    """A location (Location on shopify.dev); `legacy` for a fulfillment service's old kind."""
+
+    id: int
+    name: str
+    fulfills_online_orders: bool = True
+    is_active: bool = True
+    legacy: bool = False
 
 
 @dataclass
@@ -100,6 +175,7 @@ class RecordedRequest:
     requested_cost: int = 0
     actual_cost: int = 0
     at: float = 0.0
+    operation: str | None = None  # the GraphQL operation's name, e.g. "ProductsByIds"
 
 
 @dataclass
@@ -132,8 +208,9 @@ class ShopifyStandIn:
     app_subscriptions: list[dict[str, str]] = field(default_factory=list)
     shop_id: int = SHOP_ID
     shop_name: str = SHOP_NAME
-    # Product variants for `productVariants(query:)`; see add_variant.
-    variants: list[dict[str, Any]] = field(default_factory=list)
+    # The catalogue: product id → Product (add_product, add_variant), location id → Location.
+    products: dict[int, Product] = field(default_factory=dict)
+    locations: dict[int, Location] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.available = float(self.maximum_available)
@@ -195,18 +272,42 @@ class ShopifyStandIn:
         title: str = "Default Title",
         sku: str = "",
     ) -> None:
-        """A product variant the picker can find. "Default Title" is what Shopify names the one
-        variant of a product without options
+        """A product variant the picker can find, in the product of that title (made if new).
+        "Default Title" is what Shopify names the one variant of a product without options
         (https://shopify.dev/docs/api/admin-graphql/2026-07/objects/ProductVariant#field-title)."""
-        self.variants.append(
-            {
-                "id": variant_id,
-                "inventory_item_id": inventory_item_id,
-                "product_title": product_title,
-                "title": title,
-                "sku": sku,
-            }
-        )
+        product = next((p for p in self.products.values() if p.title == product_title), None)
+        if product is None:
+            product = self.add_product(next(self._ids), product_title)
+        product.variants.append(Variant(variant_id, inventory_item_id, title, sku))
+        _number(product.variants)
+
+    def add_product(
+        self,
+        product_id: int,
+        title: str,
+        *variants: Variant,
+        status: str = "ACTIVE",
+        updated_at: str = PRODUCT_UPDATED_AT,
+    ) -> Product:
+        """A product with its variants (numbered by position in the order given, if unset)."""
+        product = Product(int(product_id), title, status, updated_at, list(variants))
+        _number(product.variants)
+        self.products[product.id] = product
+        return product
+
+    def add_location(
+        self,
+        location_id: int,
+        name: str,
+        *,
+        fulfills_online_orders: bool = True,
+        is_active: bool = True,
+        legacy: bool = False,
+    ) -> Location:
+        """A location of the shop; levels (add_item) may name locations not added here."""
+        location = Location(int(location_id), name, fulfills_online_orders, is_active, legacy)
+        self.locations[location.id] = location
+        return location
 
     @property
     def total_actual_cost(self) -> int:
@@ -250,6 +351,7 @@ class ShopifyStandIn:
                 root=_root(query),
                 answer="ok",
                 at=now,
+                operation=_operation(query),
             )
             self.requests.append(record)
             return self._answer(request, record)
@@ -326,12 +428,11 @@ class ShopifyStandIn:
             if scripted == 401:  # e.g. the app's access revoked: even a fresh token is refused
                 return _json({"errors": INVALID_TOKEN}, 401)
             return _json({"errors": "Internal Server Error"}, scripted)
-        if record.root is None:
+        if record.root not in ROOT_FIELDS:
             record.answer = "error"
             return _json({"errors": [{"message": "Unsupported query for the stand-in"}]}, 200)
 
-        first = _first(record.query, record.variables)
-        requested = self._requested_cost(record.root, record.variables, first)
+        requested = self._requested_cost(record.root, record.query, record.variables)
         record.requested_cost = requested
         if requested > self.max_query_cost:
             record.answer = "MAX_COST_EXCEEDED"
@@ -355,7 +456,7 @@ class ShopifyStandIn:
             error = {"message": "Throttled", "extensions": {"code": "THROTTLED"}}
             return _json({"errors": [error], "extensions": {"cost": self._cost(requested, None)}})
 
-        data, actual, errors = self._resolve(record.root, record.query, record.variables, first)
+        data, actual, errors = self._resolve(record.root, record.query, record.variables)
         record.actual_cost = actual
         self.available -= actual
         body: dict[str, Any] = {"data": data, "extensions": {"cost": self._cost(requested, actual)}}
@@ -366,38 +467,59 @@ class ShopifyStandIn:
 
     # --- cost and data ---------------------------------------------------------------------
 
-    def _requested_cost(self, root: str, variables: dict[str, Any], first: int) -> int:
+    def _requested_cost(self, root: str, query: str, variables: dict[str, Any]) -> int:
+        """Requested cost by the table in the module docstring."""
         if root == "nodes":
-            return len(variables.get("ids") or []) * (1 + 2 + first)
+            ids = len(variables.get("ids") or [])
+            if _on_type(query) == "Product":
+                return ids * (1 + 2 + 2 * _page_size(query, variables, "variants"))
+            if _has_field(query, "inventoryLevels"):
+                return ids * (1 + 2 + _page_size(query, variables, "inventoryLevels"))
+            return ids * 3  # the item, its variant, the variant's product
         if root == "inventoryItem":
-            return 1 + 2 + first
+            if _has_field(query, "inventoryLevel"):
+                return 3  # the item, the level, its quantities
+            return 1 + 2 + _page_size(query, variables, "inventoryLevels")
+        if root == "product":
+            if _has_field(query, "variants"):
+                return 1 + 2 + 2 * _page_size(query, variables, "variants")
+            return 1
+        if root == "products":
+            per_product = 1 + 2 + 2 * _page_size(query, variables, "variants")
+            return 2 + _page_size(query, variables, "products") * per_product
+        if root == "locations":
+            return 2 + _page_size(query, variables, "locations")
         if root == "webhookSubscriptions":
-            return 2 + first
+            return 2 + _page_size(query, variables, "webhookSubscriptions")
         if root == "shop":
             return 1  # one object, scalars free
         if root == "productVariants":
             # a connection: 2 + first, and per variant its product and inventoryItem objects
-            return 2 + first * 3
+            return 2 + _page_size(query, variables, "productVariants") * 3
         return MUTATION_COST
 
     def _resolve(
-        self, root: str, query: str, variables: dict[str, Any], first: int
+        self, root: str, query: str, variables: dict[str, Any]
     ) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
         """(data, actual cost, GraphQL errors) for one accepted query."""
         try:
             if root == "nodes":
-                nodes, actual = [], 0
-                for gid in variables.get("ids") or []:
-                    item = self._item(gid, first, None)
-                    nodes.append(item)
-                    if item is not None:
-                        actual += 1 + 2 + len(item["inventoryLevels"]["edges"])
-                return {"nodes": nodes}, actual, []
+                return self._nodes(query, variables)
+            if root == "inventoryItem" and _has_field(query, "inventoryLevel"):
+                return self._level_at(variables.get("id"), variables.get("locationId"))
             if root == "inventoryItem":
+                first = _page_size(query, variables, "inventoryLevels")
                 item = self._item(variables.get("id"), first, variables.get("after"))
                 actual = 0 if item is None else 1 + 2 + len(item["inventoryLevels"]["edges"])
                 return {"inventoryItem": item}, actual, []
+            if root == "product":
+                return self._product_root(query, variables)
+            if root == "products":
+                return self._search_products(query, variables)
+            if root == "locations":
+                return self._locations(query, variables)
             if root == "webhookSubscriptions":
+                first = _page_size(query, variables, "webhookSubscriptions")
                 page = _page(self.subscriptions, first, variables.get("after"), "sub")
                 page["edges"] = [
                     {"cursor": e["cursor"], "node": _subscription_node(e["node"], query)}
@@ -405,10 +527,17 @@ class ShopifyStandIn:
                 ]
                 return {"webhookSubscriptions": page}, 2 + len(page["edges"]), []
             if root == "productVariants":
-                found = [v for v in self.variants if _variant_matches(v, variables.get("query"))]
+                found = [
+                    (product, variant)
+                    for product in self.products.values()
+                    for variant in _in_position(product.variants)
+                    if _variant_matches(product, variant, variables.get("query"))
+                ]
+                first = _page_size(query, variables, "productVariants")
                 page = _page(found, first, variables.get("after"), "variant")
                 page["edges"] = [
-                    {"cursor": e["cursor"], "node": _variant_node(e["node"])} for e in page["edges"]
+                    {"cursor": e["cursor"], "node": _picked_variant_node(*e["node"])}
+                    for e in page["edges"]
                 ]
                 return {"productVariants": page}, 2 + 3 * len(page["edges"]), []
             if root == "shop":
@@ -423,16 +552,197 @@ class ShopifyStandIn:
         except _BadCursor as err:
             return {root: None}, 1, [{"message": str(err), "extensions": {"code": "BAD_REQUEST"}}]
 
+    def _nodes(
+        self, query: str, variables: dict[str, Any]
+    ) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+        """`nodes(ids:)` for the three shapes the adapter sends; null for an unknown id."""
+        gids = variables.get("ids") or []
+        if _on_type(query) == "Product":
+            first = _page_size(query, variables, "variants")
+            nodes = [self._product_node(self._product(gid), first, None, query) for gid in gids]
+            actual = sum(3 + 2 * len(node["variants"]["edges"]) for node in nodes if node)
+            return {"nodes": nodes}, actual, []
+        if _has_field(query, "inventoryLevels"):
+            first = _page_size(query, variables, "inventoryLevels")
+            items = [self._item(gid, first, None) for gid in gids]
+            actual = sum(1 + 2 + len(item["inventoryLevels"]["edges"]) for item in items if item)
+            return {"nodes": items}, actual, []
+        owners = [self._item_owner(gid) for gid in gids]
+        return {"nodes": owners}, 3 * sum(1 for owner in owners if owner), []
+
     def _item(self, gid: Any, first: int, after: str | None) -> dict[str, Any] | None:
-        match = re.fullmatch(r"gid://shopify/InventoryItem/(\d+)", str(gid or ""))
-        if not match or int(match.group(1)) not in self.levels:
+        item_id = _numeric(gid, "InventoryItem")
+        if item_id is None or not self._item_exists(item_id):
             return None  # deleted (or never existed): Shopify answers null
-        rows = self.levels[int(match.group(1))]
-        page = _page(rows, first, after, "level")
+        page = _page(self.levels.get(item_id, []), first, after, "level")
         page["edges"] = [
             {"cursor": e["cursor"], "node": _level_node(e["node"])} for e in page["edges"]
         ]
         return {"id": gid, "inventoryLevels": page}
+
+    def _item_exists(self, item_id: int) -> bool:
+        """An item with levels, or one a variant names (stocked nowhere yet)."""
+        return item_id in self.levels or self._variant_of_item(item_id) is not None
+
+    def _variant_of_item(self, item_id: int | None) -> tuple[Product, Variant] | None:
+        for product in self.products.values():
+            for variant in product.variants:
+                if variant.inventory_item_id == item_id:
+                    return product, variant
+        return None
+
+    def _item_owner(self, gid: Any) -> dict[str, Any] | None:
+        """InventoryItem { id variant { id product { id } } }; an item known only by its levels
+        has no variant here, and answers null like a deleted one."""
+        owner = self._variant_of_item(_numeric(gid, "InventoryItem"))
+        if owner is None:
+            return None
+        product, variant = owner
+        return {
+            "id": gid,
+            "variant": {
+                "id": f"gid://shopify/ProductVariant/{variant.id}",
+                "product": {"id": f"gid://shopify/Product/{product.id}"},
+            },
+        }
+
+    def _level_at(
+        self, gid: Any, location_gid: Any
+    ) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+        """inventoryItem(id:) { inventoryLevel(locationId:) }: null level where not stocked."""
+        item_id = _numeric(gid, "InventoryItem")
+        if item_id is None or not self._item_exists(item_id):
+            return {"inventoryItem": None}, 0, []
+        location_id = _numeric(location_gid, "Location")
+        row = next((r for r in self.levels.get(item_id, []) if r[0] == location_id), None)
+        level = None
+        if row is not None:
+            _, available, updated_at = row
+            level = {
+                "updatedAt": updated_at or LEVEL_CREATED_AT,
+                "quantities": [
+                    {"name": "available", "quantity": available, "updatedAt": updated_at}
+                ],
+            }
+        return {"inventoryItem": {"id": gid, "inventoryLevel": level}}, 3 if level else 1, []
+
+    def _product(self, gid: Any) -> Product | None:
+        product_id = _numeric(gid, "Product")
+        return None if product_id is None else self.products.get(product_id)
+
+    def _product_root(
+        self, query: str, variables: dict[str, Any]
+    ) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+        """`product(id:) { id }` or `product(id:) { id variants(first:, after:) }`."""
+        product = self._product(variables.get("id"))
+        if product is None:
+            return {"product": None}, 0, []
+        if not _has_field(query, "variants"):
+            return {"product": {"id": f"gid://shopify/Product/{product.id}"}}, 1, []
+        first = _page_size(query, variables, "variants")
+        node = self._product_node(product, first, variables.get("after"), query, fields=("id",))
+        return {"product": node}, 3 + 2 * len(node["variants"]["edges"]), []
+
+    def _search_products(
+        self, query: str, variables: dict[str, Any]
+    ) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+        """`products(first:, query:)`, each product with a first page of its variants."""
+        found = [
+            product
+            for product in self.products.values()
+            if _search_matches(
+                variables.get("query"),
+                {"title": [product.title], "sku": [v.sku for v in product.variants]},
+            )
+        ]
+        first = _page_size(query, variables, "products")
+        variants_first = _page_size(query, variables, "variants")
+        page = _page(found, first, variables.get("after"), "product")
+        page["edges"] = [
+            {
+                "cursor": e["cursor"],
+                "node": self._product_node(e["node"], variants_first, None, query),
+            }
+            for e in page["edges"]
+        ]
+        actual = 2 + sum(3 + 2 * len(e["node"]["variants"]["edges"]) for e in page["edges"])
+        return {"products": page}, actual, []
+
+    def _product_node(
+        self,
+        product: Product | None,
+        first: int,
+        after: str | None,
+        query: str,
+        fields: tuple[str, ...] = ("id", "title", "status", "updatedAt"),
+    ) -> dict[str, Any] | None:
+        """A Product node with a page of its variants in position order."""
+        if product is None:
+            return None
+        values = {
+            "id": f"gid://shopify/Product/{product.id}",
+            "title": product.title,
+            "status": product.status,
+            "updatedAt": product.updated_at,
+        }
+        page = _page(_in_position(product.variants), first, after, "variant")
+        stock = _has_field(query, "inventoryQuantity")
+        page["edges"] = [
+            {"cursor": e["cursor"], "node": self._variant_node(e["node"], stock)}
+            for e in page["edges"]
+        ]
+        return {**{name: values[name] for name in fields}, "variants": page}
+
+    def _variant_node(self, variant: Variant, stock: bool) -> dict[str, Any]:
+        """A ProductVariant node as the catalogue queries ask for it."""
+        node: dict[str, Any] = {
+            "id": f"gid://shopify/ProductVariant/{variant.id}",
+            "title": variant.title,
+            "sku": variant.sku or None,  # Shopify's `sku` is nullable
+            "position": variant.position,
+            "inventoryPolicy": variant.inventory_policy,
+            "inventoryItem": {
+                "id": f"gid://shopify/InventoryItem/{variant.inventory_item_id}",
+                "tracked": variant.tracked,
+            },
+        }
+        if stock:
+            node["inventoryQuantity"] = self._quantity(variant.inventory_item_id)
+        return node
+
+    def _quantity(self, item_id: int) -> int:
+        """The variant's inventoryQuantity: `available` summed over its item's active levels."""
+        return sum(
+            available or 0
+            for location_id, available, _ in self.levels.get(item_id, [])
+            if location_id not in self.locations or self.locations[location_id].is_active
+        )
+
+    def _locations(
+        self, query: str, variables: dict[str, Any]
+    ) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+        """`locations(first:, after:)`: active ones only, unless asked for the others too."""
+        inactive = _argument(query, variables, "locations", "includeInactive") is True
+        legacy = _argument(query, variables, "locations", "includeLegacy") is True
+        rows = [
+            location
+            for location in self.locations.values()
+            if (location.is_active or inactive) and (legacy or not location.legacy)
+        ]
+        page = _page(rows, _page_size(query, variables, "locations"), variables.get("after"), "loc")
+        page["edges"] = [
+            {
+                "cursor": e["cursor"],
+                "node": {
+                    "id": f"gid://shopify/Location/{e['node'].id}",
+                    "name": e["node"].name,
+                    "isActive": e["node"].is_active,
+                    "fulfillsOnlineOrders": e["node"].fulfills_online_orders,
+                },
+            }
+            for e in page["edges"]
+        ]
+        return {"locations": page}, 2 + len(page["edges"]), []
 
     def _create(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
         topic = str(variables.get("topic") or "")
@@ -472,20 +782,64 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 
 def _root(query: str) -> str | None:
-    for name in ROOT_FIELDS:
-        if re.search(rf"\b{name}\s*\(", query):
-            return name
-    return "shop" if _SHOP_ROOT.search(query) else None
+    """The operation's first root field: the first name inside its outermost braces."""
+    match = re.search(r"\{\s*(\w+)", query)
+    return match.group(1) if match else None
 
 
-def _first(query: str, variables: dict[str, Any]) -> int:
-    """The first `first:` argument's value, literal or variable (the page size that costs)."""
-    match = re.search(r"\bfirst\s*:\s*(?:\$(\w+)|(\d+))", query)
+def _operation(query: str) -> str | None:
+    match = re.match(r"\s*(?:query|mutation)\s+(\w+)", query)
+    return match.group(1) if match else None
+
+
+def _on_type(query: str) -> str | None:
+    """The type condition of the first inline fragment (`... on Product`)."""
+    match = re.search(r"\.\.\.\s*on\s+(\w+)", query)
+    return match.group(1) if match else None
+
+
+def _has_field(query: str, name: str) -> bool:
+    """Whether the query selects `name` (not merely a longer name that starts with it)."""
+    return re.search(rf"(?<![$\w]){name}\b(?!\s*:)", query) is not None
+
+
+def _arguments(query: str, name: str) -> str:
+    """The argument text of the first `name(...)` in the query."""
+    match = re.search(rf"\b{name}\s*\(([^)]*)\)", query)
+    return match.group(1) if match else ""
+
+
+def _argument(query: str, variables: dict[str, Any], name: str, argument: str) -> Any:
+    """One argument of field `name`: a literal (true, false, a number) or a variable's value."""
+    match = re.search(rf"\b{argument}\s*:\s*(\$\w+|true|false|\d+)", _arguments(query, name))
     if not match:
-        return 0
-    if match.group(2):
-        return int(match.group(2))
-    return int(variables.get(match.group(1)) or 0)
+        return None
+    value = match.group(1)
+    if value.startswith("$"):
+        return variables.get(value[1:])
+    return {"true": True, "false": False}.get(value, int(value) if value.isdigit() else None)
+
+
+def _page_size(query: str, variables: dict[str, Any], name: str) -> int:
+    """The `first:` of connection `name` (the page size that costs), 0 where absent."""
+    return int(_argument(query, variables, name, "first") or 0)
+
+
+def _numeric(gid: Any, kind: str) -> int | None:
+    """`gid://shopify/{kind}/123` → 123; None for anything else."""
+    match = re.fullmatch(rf"gid://shopify/{kind}/(\d+)", str(gid or ""))
+    return int(match.group(1)) if match else None
+
+
+def _number(variants: list[Variant]) -> None:
+    """Give variants without a position the next ones, in the order given."""
+    for index, variant in enumerate(variants, start=1):
+        if not variant.position:
+            variant.position = index
+
+
+def _in_position(variants: list[Variant]) -> list[Variant]:
+    return sorted(variants, key=lambda variant: variant.position)
 
 
 def _cursor(kind: str, index: int) -> str:
@@ -532,40 +886,51 @@ def _subscription_node(subscription: dict[str, str], query: str) -> dict[str, An
     return node
 
 
-def _variant_node(variant: dict[str, Any]) -> dict[str, Any]:
-    """A ProductVariant node: gids for the variant and its InventoryItem, the product's title
+def _picked_variant_node(product: Product, variant: Variant) -> dict[str, Any]:
+    """A ProductVariant node for the variant picker: gids for the variant and its
+    InventoryItem, the product's title
     (https://shopify.dev/docs/api/admin-graphql/2026-07/objects/ProductVariant)."""
     return {
-        "id": f"gid://shopify/ProductVariant/{variant['id']}",
-        "title": variant["title"],
-        "sku": variant["sku"] or None,  # Shopify's `sku` is nullable
-        "product": {"title": variant["product_title"]},
-        "inventoryItem": {"id": f"gid://shopify/InventoryItem/{variant['inventory_item_id']}"},
+        "id": f"gid://shopify/ProductVariant/{variant.id}",
+        "title": variant.title,
+        "sku": variant.sku or None,  # Shopify's `sku` is nullable
+        "product": {"title": product.title},
+        "inventoryItem": {"id": f"gid://shopify/InventoryItem/{variant.inventory_item_id}"},
     }
 
 
-def _variant_matches(variant: dict[str, Any], query: Any) -> bool:
+def _variant_matches(product: Product, variant: Variant, query: Any) -> bool:
+    """`productVariants(query:)`: a bare term searches the product's and the variant's titles
+    and the SKU; `sku:` the SKU."""
+    titles = [product.title, variant.title]
+    return _search_matches(query, {"title": titles, "sku": [variant.sku]})
+
+
+_TERM = re.compile(r'(?:(\w+):)?("[^"]*"|\S+)')
+
+
+def _search_matches(query: Any, fields: dict[str, list[str]]) -> bool:
     """A small part of Shopify's search syntax (https://shopify.dev/docs/api/usage/search-syntax):
-    terms joined by OR; `field:value`; a trailing `*` matches a prefix; a bare term searches the
-    default fields (here the product's and the variant's titles and the SKU), word by word,
-    case-insensitively; a "quoted phrase" matches as a whole. No query: every variant."""
+    alternatives joined by OR, each a list of terms that must all match (AND is implied);
+    `field:value`; a trailing `*` matches a prefix of a word; a bare term searches every field
+    given, case-insensitively; a "quoted phrase" matches as a whole. No query: everything."""
     text = str(query or "").strip()
     if not text:
         return True
-    fields = {
-        "title": [variant["product_title"], variant["title"]],
-        "sku": [variant["sku"]],
-    }
-    default = fields["title"] + fields["sku"]
-    for term in re.split(r"\s+OR\s+", text):
-        name, _, value = term.partition(":") if ":" in term else ("", "", term)
-        values = fields.get(name, []) if name else default
-        value = value.strip().strip('"').lower()
-        if value.endswith("*"):
-            prefix = value[:-1]
-            words = [w for v in values for w in [v.lower(), *v.lower().split()]]
-            if any(w.startswith(prefix) for w in words):
-                return True
-        elif any(value and value in v.lower() for v in values):
+    every = [value for values in fields.values() for value in values]
+    for alternative in re.split(r"\s+OR\s+", text):
+        terms = [term for term in _TERM.findall(alternative) if term != ("", "AND")]
+        if terms and all(
+            _term_matches(value, fields.get(name, []) if name else every) for name, value in terms
+        ):
             return True
     return False
+
+
+def _term_matches(value: str, values: list[str]) -> bool:
+    value = value.strip('"').lower()
+    if value.endswith("*"):
+        prefix = value[:-1]
+        words = [w for v in values for w in [v.lower(), *v.lower().split()]]
+        return any(w.startswith(prefix) for w in words)
+    return any(value and value in v.lower() for v in values)

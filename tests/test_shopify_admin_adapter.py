@@ -12,26 +12,35 @@ from datetime import UTC, datetime
 import pytest
 
 from automation.adapters.shopify_admin import (
+    LOCATIONS_PAGE_SIZE,
+    PRODUCT_SEARCH_LIMIT,
+    PRODUCT_SEARCH_VARIANTS,
     TOKEN_RENEW_MARGIN,
     ClientCredentialsTokens,
     Level,
+    LocationInfo,
+    ProductInfo,
     ShopifyAdmin,
     ShopifyAdminError,
     ShopifyCredentialsError,
     ShopifyThrottled,
     ShopInfo,
     Subscription,
+    VariantInfo,
     enum_to_topic,
+    product_search_terms,
     request_access_token,
     topic_to_enum,
 )
 from tests.shopify_standin import (
     CLIENT_ID,
+    LEVEL_CREATED_AT,
     SHOP_ID,
     SHOP_NAME,
     TOKEN,
     TOKEN_LIFETIME,
     ShopifyStandIn,
+    Variant,
 )
 
 WHEN = "2026-11-02T09:30:00Z"
@@ -536,3 +545,369 @@ def test_shop_info_names_the_shop_the_token_opens_and_a_refused_token_says_so(sh
     with pytest.raises(ShopifyAdminError) as refused:
         admin.shop_info()
     assert refused.value.status == 401
+
+
+# --- the catalogue: products, variants, inventory items, locations -----------------------------
+
+LATER = "2026-11-28T15:10:00Z"
+BIG_ID = 2**53 + 1  # Shopify ids can exceed what a JSON double holds
+
+
+def catalogue(shop: ShopifyStandIn, products: range, variants: int = 1) -> None:
+    """Products 1..n, each with `variants` variants (id 100 × product + n, item 1000 × ...)."""
+    for product_id in products:
+        shop.add_product(
+            product_id,
+            f"Kerze {product_id}",
+            *[
+                Variant(
+                    100 * product_id + n, 1000 * product_id + n, f"Größe {n}", f"K{product_id}-{n}"
+                )
+                for n in range(variants)
+            ],
+        )
+
+
+def test_a_product_comes_with_its_variants_tracked_or_not_deny_or_continue(shop, clock):
+    """The shapes of Product and ProductVariant (shopify.dev 2026-07): enums upper-case on the
+    wire, lower-case for us like the REST webhook; a null `sku` is ""."""
+    shop.add_product(
+        BIG_ID,
+        "Winterzauber",
+        Variant(44001, 808950810, "Klein", sku="WZ-S"),
+        Variant(44002, 808950811, "Vorbestellung", inventory_policy="CONTINUE"),
+        Variant(44003, 808950812, "Geschenkkarte", tracked=False),
+        status="UNLISTED",
+        updated_at="2026-11-28T16:10:00+01:00",
+    )
+    admin = make_admin(shop, clock)
+
+    (product,) = admin.fetch_products([BIG_ID])
+
+    assert product == ProductInfo(
+        product_id=BIG_ID,
+        title="Winterzauber",
+        status="unlisted",
+        updated_at=datetime(2026, 11, 28, 15, 10, tzinfo=UTC),
+        variants=(
+            VariantInfo(44001, 808950810, "Klein", "WZ-S", True, "deny", 1),
+            VariantInfo(44002, 808950811, "Vorbestellung", "", True, "continue", 2),
+            VariantInfo(44003, 808950812, "Geschenkkarte", "", False, "deny", 3),
+        ),
+    )
+    assert product.updated_at.tzinfo is UTC
+    assert all(v.available is None for v in product.variants)  # not asked for
+    (request,) = shop.requests
+    assert (request.operation, request.answer) == ("ProductsByIds", "ok")
+    assert request.variables == {"ids": [f"gid://shopify/Product/{BIG_ID}"], "variants": 50}
+    assert admin.deleted_products == set()
+
+
+@pytest.mark.parametrize("status", ["ACTIVE", "ARCHIVED", "DRAFT", "UNLISTED"])
+def test_every_product_status_arrives_as_the_webhook_spells_it(shop, clock, status):
+    shop.add_product(1, "Kerze", Variant(11, 111), status=status)
+
+    (product,) = make_admin(shop, clock).fetch_products([1])
+
+    assert product.status == status.lower()
+
+
+def test_deleted_products_are_reported_not_yielded(shop, clock):
+    catalogue(shop, range(1, 4))
+    shop.add_item(1001, (11, 4, WHEN))  # an inventory item's id is no product's
+    admin = make_admin(shop, clock)
+
+    products = list(admin.fetch_products([1, 7, 3, 1001, 3]))
+
+    assert sorted(p.product_id for p in products) == [1, 3]
+    assert admin.deleted_products == {7, 1001}
+    assert len(shop.requests) == 1  # ids asked once, duplicates dropped
+    assert shop.requests[0].variables["ids"] == [
+        f"gid://shopify/Product/{n}" for n in (1, 7, 3, 1001)
+    ]
+
+
+def test_variants_are_paged_across_batches_and_products_with_many_variants(shop, clock):
+    """30 products in batches of 20; every tenth has 7 variants, more than a page of 3."""
+    for product_id in range(1, 31):
+        catalogue(
+            shop, range(product_id, product_id + 1), variants=7 if product_id % 10 == 0 else 2
+        )
+    admin = make_admin(shop, clock, batch_size=20, variants_per_product=3)
+
+    products = {p.product_id: p for p in admin.fetch_products(list(range(1, 31)))}
+
+    assert sorted(products) == list(range(1, 31))
+    assert [v.position for v in products[10].variants] == [1, 2, 3, 4, 5, 6, 7]
+    assert [v.variant_id for v in products[20].variants] == [2000 + n for n in range(7)]
+    assert len(products[11].variants) == 2
+    batches = [len(r.variables["ids"]) for r in shop.requests if r.root == "nodes"]
+    assert batches == [20, 10]
+    follow_ups = [r for r in shop.requests if r.operation == "ProductVariantsPage"]
+    assert len(follow_ups) == 3 * 2  # 7 variants = 3 in the batch, then pages of 3 and 1
+    assert all(r.variables["after"] and r.variables["first"] == 3 for r in follow_ups)
+    assert set(answers(shop)) == {"ok"}
+
+
+def test_a_product_deleted_between_two_pages_of_variants_is_reported(shop, clock, monkeypatch):
+    catalogue(shop, range(1, 3), variants=5)
+    answer_page = shop._product_root
+
+    def deleted_meanwhile(query, variables):
+        shop.products.pop(2, None)
+        return answer_page(query, variables)
+
+    monkeypatch.setattr(shop, "_product_root", deleted_meanwhile)
+    admin = make_admin(shop, clock, variants_per_product=2)
+
+    products = list(admin.fetch_products([1, 2]))
+
+    assert [(p.product_id, len(p.variants)) for p in products] == [(1, 5)]
+    assert admin.deleted_products == {2}  # its first page arrived, its second did not
+    assert [r.operation for r in shop.requests].count("ProductVariantsPage") == 3
+
+
+def test_product_batches_are_split_by_cost_and_pages_shrink_to_the_variants_products_have(
+    shop, clock
+):
+    """50 products × (3 + 2 × 50) = 5,150 points > 1,000: halves until 6 fit (618), then pages
+    of twice the variants seen (2 × 2 = 4): 44 × (3 + 8) = 484."""
+    catalogue(shop, range(1, 51), variants=2)
+    admin = make_admin(shop, clock, batch_size=50, variants_per_product=50)
+
+    assert len(list(admin.fetch_products(list(range(1, 51))))) == 50
+
+    shapes = [(len(r.variables["ids"]), r.variables["variants"]) for r in shop.requests]
+    assert shapes == [(6, 50), (6, 4), (13, 4), (25, 4)]
+    assert shop.requests[0].requested_cost == 6 * (3 + 2 * 50) == 618
+    assert [r.requested_cost for r in shop.requests] == [
+        admin.estimate_cost("products", n, first) for n, first in shapes
+    ]
+    assert max(r.requested_cost for r in shop.requests) <= 1000
+    assert "MAX_COST_EXCEEDED" not in answers(shop)
+
+
+def test_a_refused_product_batch_teaches_the_cost_and_is_split(httpserver, clock):
+    shop = ShopifyStandIn(clock=clock, max_query_cost=300)
+    shop.install(httpserver)
+    catalogue(shop, range(1, 21))
+    admin = make_admin(shop, clock, batch_size=20, variants_per_product=5)  # 20 × 13 = 260
+
+    shop.max_query_cost = 200  # Shopify's limit is stricter than we thought
+    assert len(list(admin.fetch_products(list(range(1, 21))))) == 20
+
+    assert answers(shop)[0] == "MAX_COST_EXCEEDED"
+    assert [len(r.variables["ids"]) for r in shop.requests[1:]] == [10, 10]
+    assert set(answers(shop)[1:]) == {"ok"}
+
+
+def test_products_are_paced_by_the_bucket_not_throttled(httpserver, clock):
+    """A small bucket (200 points, 50/s): the adapter waits before sending, never after."""
+    shop = ShopifyStandIn(clock=clock, maximum_available=200, restore_rate=50)
+    shop.install(httpserver)
+    catalogue(shop, range(1, 121), variants=3)
+    admin = make_admin(shop, clock, batch_size=10, variants_per_product=6)
+
+    assert len(list(admin.fetch_products(list(range(1, 121))))) == 120
+
+    assert "THROTTLED" not in answers(shop)
+    assert clock.sleeps  # it did wait
+    elapsed = clock.now - 1_000.0
+    floor = (shop.total_actual_cost - 200) / 50
+    last = shop.requests[-1]
+    assert floor <= elapsed <= floor + (last.requested_cost - last.actual_cost) / 50 + 0.05
+
+
+def test_inventory_items_learn_their_product_and_variant_in_batches(shop, clock):
+    catalogue(shop, range(1, 61))
+    shop.add_item(5, (11, 4, WHEN))  # levels but no variant: as good as unknown here
+    admin = make_admin(shop, clock, batch_size=25)
+
+    found = admin.fetch_item_products([1000 * n for n in range(1, 61)] + [5, 1000])
+
+    assert found == {1000 * n: (n, 100 * n) for n in range(1, 61)}
+    assert admin.missing == 1
+    assert [len(r.variables["ids"]) for r in shop.requests] == [25, 25, 11]
+    assert {r.operation for r in shop.requests} == {"InventoryItemProducts"}
+    assert shop.requests[0].requested_cost == 25 * 3
+    assert shop.requests[0].variables["ids"][0] == "gid://shopify/InventoryItem/1000"
+
+
+def test_locations_include_inactive_and_offline_ones_over_several_pages(shop, clock):
+    """`locations` lists active ones only unless asked (includeInactive: true)."""
+    for n in range(LOCATIONS_PAGE_SIZE + 20):
+        shop.add_location(600 + n, f"Filiale {n}")
+    shop.add_location(501, "Lager Hamburg", fulfills_online_orders=False)
+    shop.add_location(502, "Alter Laden", is_active=False, fulfills_online_orders=False)
+    shop.add_location(503, "Versanddienst (alt)", legacy=True)
+    admin = make_admin(shop, clock)
+
+    locations = {location.location_id: location for location in admin.fetch_locations()}
+
+    assert len(locations) == LOCATIONS_PAGE_SIZE + 23
+    assert locations[501] == LocationInfo(501, "Lager Hamburg", False, True)
+    assert locations[502] == LocationInfo(502, "Alter Laden", False, False)
+    assert locations[503] == LocationInfo(503, "Versanddienst (alt)", True, True)
+    assert locations[600] == LocationInfo(600, "Filiale 0", True, True)
+    assert [r.variables["after"] is None for r in shop.requests] == [True, False]
+    assert "includeInactive: true" in shop.requests[0].query
+    assert shop.requests[0].requested_cost == 2 + LOCATIONS_PAGE_SIZE
+
+
+def test_the_standin_lists_active_locations_only_by_default(shop, clock):
+    """Shopify's default, which the adapter's query overrides: checked here on the stand-in."""
+    shop.add_location(501, "Lager", is_active=False)
+    shop.add_location(502, "Laden")
+    admin = make_admin(shop, clock)
+
+    data = admin._execute(
+        "query L { locations(first: 5) { edges { node { id } } } }", {}, kind="locations", first=5
+    )
+
+    assert [e["node"]["id"] for e in data["locations"]["edges"]] == ["gid://shopify/Location/502"]
+
+
+# --- the product picker ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "sent"),
+    [
+        ("winter", "title:winter* OR sku:winter*"),
+        ("  WZ-200 ", "title:WZ-200* OR sku:WZ-200*"),
+        ("Kerze (rot)", "title:Kerze* title:rot*"),
+        ("kerze OR -rot", "title:kerze* title:OR* title:rot*"),
+        ('a"b:c*', "title:a* title:b* title:c*"),
+        ("*:() -", ""),
+    ],
+)
+def test_what_the_merchant_types_becomes_a_title_or_sku_search(typed, sent):
+    assert product_search_terms(typed) == sent
+
+
+@pytest.fixture
+def candles(shop) -> ShopifyStandIn:
+    shop.add_location(11, "Laden")
+    shop.add_location(12, "Lager", fulfills_online_orders=False)
+    shop.add_location(13, "Alter Laden", is_active=False)
+    shop.add_product(
+        1,
+        "Winterzauber Duftkerze",
+        Variant(101, 1001, "Klein", "WZ-S"),
+        Variant(102, 1002, "Groß", "WZ-L", inventory_policy="CONTINUE"),
+    )
+    shop.add_product(2, "Sommerwiese", Variant(201, 2001, sku="SW-1"), status="DRAFT")
+    shop.add_product(3, "Rote Kerze", Variant(301, 3001, sku="RK-1", tracked=False))
+    shop.add_item(1001, (11, 4, WHEN), (12, 3, WHEN), (13, 9, WHEN))
+    shop.add_item(1002, (11, 0, WHEN))
+    return shop
+
+
+def test_a_search_by_title_shows_every_variant_with_its_stock(candles, clock):
+    admin = make_admin(candles, clock)
+
+    (product,) = admin.search_products("winter")
+
+    assert (product.product_id, product.title, product.status) == (
+        1,
+        "Winterzauber Duftkerze",
+        "active",
+    )
+    assert product.variants == (
+        VariantInfo(101, 1001, "Klein", "WZ-S", True, "deny", 1, available=7),  # 4 + 3, not 9
+        VariantInfo(102, 1002, "Groß", "WZ-L", True, "continue", 2, available=0),
+    )
+    (request,) = candles.requests
+    assert request.operation == "ProductSearch"
+    assert request.variables == {
+        "query": "title:winter* OR sku:winter*",
+        "first": PRODUCT_SEARCH_LIMIT,
+        "variants": PRODUCT_SEARCH_VARIANTS,
+    }
+    # 2 + 10 products × (product 1 + variants 2 + 10 × (variant 1 + item 1)): Shopify's rules
+    assert request.requested_cost == 2 + 10 * (3 + 10 * 2) == 232
+    assert request.requested_cost == admin.estimate_cost(
+        "product_search", PRODUCT_SEARCH_LIMIT, PRODUCT_SEARCH_VARIANTS
+    )
+
+
+def test_a_search_by_sku_or_several_words_finds_drafts_and_untracked_products(candles, clock):
+    admin = make_admin(candles, clock)
+
+    by_sku = admin.search_products("SW-")
+    by_words = admin.search_products("kerze ROT")
+    by_word = admin.search_products("kerze")
+
+    assert [(p.product_id, p.status) for p in by_sku] == [(2, "draft")]
+    assert [p.product_id for p in by_words] == [3]
+    assert by_words[0].variants[0].tracked is False
+    assert by_words[0].variants[0].available == 0
+    assert [p.product_id for p in by_word] == [3]  # a word's start: "Duftkerze" is not "kerze…"
+
+
+def test_a_found_product_with_more_variants_than_the_page_is_followed_up(shop, clock):
+    variants = [Variant(500 + n, 5000 + n, f"Duft {n}") for n in range(PRODUCT_SEARCH_VARIANTS + 3)]
+    shop.add_product(5, "Duftset", *variants)
+    shop.add_item(5012, (11, 6, WHEN))
+    admin = make_admin(shop, clock)
+
+    (product,) = admin.search_products("duft")
+
+    assert len(product.variants) == PRODUCT_SEARCH_VARIANTS + 3
+    assert product.variants[-1] == VariantInfo(512, 5012, "Duft 12", "", True, "deny", 13, 6)
+    assert [r.operation for r in shop.requests] == ["ProductSearch", "ProductVariantsPage"]
+    assert "inventoryQuantity" in shop.requests[1].query
+
+
+def test_nothing_to_search_sends_nothing(shop, clock):
+    assert make_admin(shop, clock).search_products("  *:- ") == []
+    assert shop.requests == []
+
+
+# --- confirming destructive webhooks with the shop -------------------------------------------
+
+
+def test_product_exists_until_shopify_answers_null(shop, clock):
+    catalogue(shop, range(1, 2))
+    admin = make_admin(shop, clock)
+
+    assert admin.product_exists(1) is True
+    assert admin.product_exists(2) is False
+
+    assert [(r.operation, r.requested_cost, r.actual_cost) for r in shop.requests] == [
+        ("ProductExists", 1, 1),
+        ("ProductExists", 1, 0),
+    ]
+    assert shop.requests[1].variables == {"id": "gid://shopify/Product/2"}
+
+
+def test_inventory_level_reads_the_level_or_none_where_the_item_is_not_stocked(shop, clock):
+    shop.add_item(808950810, (24826418, 7, LATER), (24826419, 2, None))
+    admin = make_admin(shop, clock)
+
+    stocked = admin.inventory_level(808950810, 24826418)
+    undated = admin.inventory_level(808950810, 24826419)
+    disconnected = admin.inventory_level(808950810, 99)
+    gone = admin.inventory_level(1, 24826418)
+
+    assert stocked == Level(808950810, 24826418, 7, datetime(2026, 11, 28, 15, 10, tzinfo=UTC))
+    assert undated is not None and undated.available == 2
+    assert undated.updated_at == datetime.fromisoformat(LEVEL_CREATED_AT)  # the level's own
+    assert disconnected is None and gone is None
+    assert shop.requests[0].variables == {
+        "id": "gid://shopify/InventoryItem/808950810",
+        "locationId": "gid://shopify/Location/24826418",
+    }
+    assert [r.actual_cost for r in shop.requests] == [3, 3, 1, 0]
+
+
+def test_confirming_calls_wait_out_throttling_like_every_other(shop, clock):
+    catalogue(shop, range(1, 2))
+    shop.script("THROTTLED")
+    admin = make_admin(shop, clock)
+
+    assert admin.product_exists(1) is True
+
+    assert answers(shop) == ["THROTTLED", "ok"]
+    assert clock.sleeps == [pytest.approx(0.05, abs=0.011)]  # 1 point at 100/s, or the floor
+    assert admin.throttled == 1

@@ -1,0 +1,1 @@
+"""What tests lean on besides the stand-ins: vendor data obtained and checked (Shopify's schema)."""
