@@ -155,15 +155,18 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
         todo = by_item if attempt == "first" else {item: by_item[item] for item in failed}
         failed = {}
         for item_id, found in todo.items():
+            reported = {lvl.location_id for lvl in found} | {
+                location for item, location in client.undated if item == item_id
+            }
             try:
-                settled = _apply_item(item_id, found, read_at)
+                settled, stock = _apply_item(item_id, found, reported, read_at)
             except TransientAdsError as err:
                 failed[item_id] = err
                 continue
             except PermanentAdsError as err:
                 run.errors.append(f"item {item_id}: {err}")
                 continue
-            _note_corrections(run, item_id, settled, last)
+            _note_corrections(run, item_id, settled, last, stock)
     run.errors += [f"item {item_id}: {err}" for item_id, err in failed.items()]
     after = levels.stored_levels(item_ids)
     run.levels_changed = sum(
@@ -187,16 +190,11 @@ def _refresh_products(run: ReconcileRun, client: ShopifyAdmin, watched: list) ->
             )
         )
     )
-    deleted = []
     for info in client.fetch_products(product_ids):
-        if info.deleted:
-            deleted.append(info.product_id)
-            continue
         with transaction.atomic():
-            ids = catalogue.watched_by_product(info.product_id)
-            apply.lock_products(ids)
+            apply.lock_products(catalogue.watched_by_product(info.product_id))
             catalogue.record_product(info)
-    for product_id in deleted:
+    for product_id in sorted(client.deleted_products):
         labels = stop_watching_deleted(product_id)
         if labels:
             run.errors.append(
@@ -231,8 +229,11 @@ def _confirmed_statuses(keys: set[tuple[str, str]]) -> dict[tuple[str, str], str
     return {(c, a): status for c, a, status in states if (c, a) in keys}
 
 
-def _apply_item(item_id: int, found: list[Level], read_at: datetime) -> list[apply.Settled]:
-    """One item's levels as Shopify reports them now, replacing the ones it no longer reports."""
+def _apply_item(
+    item_id: int, found: list[Level], reported: set[int], read_at: datetime
+) -> tuple[list[apply.Settled], int | None]:
+    """One item's levels as Shopify reports them now; the levels at locations it no longer
+    reports (`reported` includes those it reports without a timestamp) are dropped."""
     # Untracked locations first: the last tracked level decides, with every level written.
     ordered = sorted(found, key=lambda lvl: lvl.available is not None)
     updates = [
@@ -241,16 +242,16 @@ def _apply_item(item_id: int, found: list[Level], read_at: datetime) -> list[app
     ]
     with transaction.atomic():
         products = apply.lock_products(facts.watching([item_id]))
-        gone = levels.remove_unreported(item_id, [lvl.location_id for lvl in found], read_at)
+        gone = levels.remove_unreported(item_id, reported, read_at)
         written = levels.store_levels(updates) if updates else []
         if not products or not (gone or any(written)):
-            return []
+            return [], None
         keys = apply.evaluate(products)
         settled = apply.settle(keys, source=AdGroupAction.Source.RECONCILE)
     errors = apply.errors_of(settled)
     if errors:
         raise apply.combined(errors)
-    return settled
+    return settled, products[0].stock
 
 
 def _note_corrections(
@@ -258,13 +259,14 @@ def _note_corrections(
     item_id: int,
     settled: list[apply.Settled],
     last: dict[tuple[str, str], str],
+    stock: int | None,
 ) -> None:
     """Every ad group whose status we had to send: a webhook that was missed or late; and
     every pause the safety brake holds."""
     for done in settled:
         customer_id, ad_group_id = done.key
         if done.result == AdGroupAction.Result.HELD:
-            _note_held(run, item_id, done.name, ad_group_id, done.status)
+            _note_held(run, item_id, done.label, ad_group_id, done.status)
             continue
         was = last.get(done.key)
         if done.sent and was is not None and was != done.status:
@@ -272,10 +274,11 @@ def _note_corrections(
                 {
                     "kind": "stock",
                     "item": item_id,
-                    "label": done.name,
+                    "label": done.label,
                     "ad_group": ad_group_id,
                     "was": was,
                     "now": done.status,
+                    "total_available": stock,
                     "reason": done.reason,
                 }
             )
@@ -298,13 +301,13 @@ def repair_drift(run: ReconcileRun) -> None:
     for done in found.settled:
         customer_id, ad_group_id = done.key
         if done.result == AdGroupAction.Result.HELD:
-            _note_held(run, 0, done.name, ad_group_id, done.status)
+            _note_held(run, 0, done.label, ad_group_id, done.status)
         elif done.sent:
             run.corrections.append(
                 {
                     "kind": "drift" if done.drifted else "stock",
                     "item": 0,
-                    "label": done.name,
+                    "label": done.label,
                     "ad_group": ad_group_id,
                     "was": done.observed,
                     "now": done.status,

@@ -5,24 +5,30 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from automation.inventory import apply_level
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.db import transaction
 from django.utils import timezone
 
-from automation import jobs, reconcile
-from automation.adapters.shopify_admin import TOKEN_RENEW_MARGIN
+from automation import jobs, reconcile, shopify_access
+from automation.adapters.shopify_admin import TOKEN_RENEW_MARGIN, topic_to_enum
 from automation.models import (
     AdGroupAction,
     Claim,
     Delivery,
+    Location,
+    Product,
     ReconcileRun,
     StockLevel,
-    WatchedItem,
+    Variant,
+    WatchedProduct,
 )
 from automation.sources.shopify_inventory import LevelUpdate
+from automation.stock import apply
 from tests.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
+from tests.shopify_standin import Variant as ShopVariant
+from tests.support.watching import variant, watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,7 +37,7 @@ STORE = 24826418
 PUBLIC = "https://automation.elbkerzen.example"
 CALLBACK = f"{PUBLIC}/webhooks/shopify/"
 SECRET = "shpss_standin_secret"
-OUR_TOPICS = ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "CHECKOUTS_UPDATE", "ORDERS_CREATE"]
+OUR_TOPICS = [topic_to_enum(topic) for topic in reconcile.REQUIRED_TOPICS]
 
 
 @pytest.fixture
@@ -43,9 +49,7 @@ def shop(httpserver, settings):
     settings.PUBLIC_BASE_URL = PUBLIC
     standin.subscriptions = [
         {"id": f"gid://shopify/WebhookSubscription/{n}", "topic": topic, "uri": CALLBACK}
-        for n, topic in enumerate(
-            ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "CHECKOUTS_UPDATE", "ORDERS_CREATE"]
-        )
+        for n, topic in enumerate(OUR_TOPICS)
     ]
     yield standin
     httpserver.check_handler_errors()
@@ -70,13 +74,14 @@ def dev_shop(httpserver, settings, redis):
 
 @pytest.fixture
 def winterzauber(db):
-    return WatchedItem.objects.create(
-        inventory_item_id=ITEM, label="Winterzauber", ad_group_id="555", customer_id="1234567890"
-    )
+    """Watched by its one inventory item (as a migrated watched item is)."""
+    return watch(ITEM, "555")
 
 
-def webhook(available: int, at: str) -> None:
-    apply_level(LevelUpdate(ITEM, STORE, available, datetime.fromisoformat(at)), source="webhook")
+def webhook(available: int, at: str, item: int = ITEM, location: int = STORE) -> None:
+    update = LevelUpdate(item, location, available, datetime.fromisoformat(at))
+    with transaction.atomic():
+        apply.apply_levels([update], source="webhook")
 
 
 def test_a_dropped_sell_out_webhook_is_corrected(shop, winterzauber):
@@ -97,13 +102,14 @@ def test_a_dropped_sell_out_webhook_is_corrected(shop, winterzauber):
             "was": "ENABLED",
             "now": "PAUSED",
             "total_available": 0,
+            "reason": "Winterzauber: 0 available ≤ 0",
         }
     ]
     latest = AdGroupAction.objects.first()
     assert (latest.desired_status, latest.source) == ("PAUSED", "reconcile")
     assert len(mail.outbox) == 1
     assert "ENABLED → PAUSED" in mail.outbox[0].body
-    request = shop.requests[0]
+    request = next(r for r in shop.requests if "inventoryLevels" in r.query)
     assert request.headers["X-Shopify-Access-Token"] == TOKEN
     assert f"gid://shopify/InventoryItem/{ITEM}" in str(request.variables)
 
@@ -245,7 +251,7 @@ def test_the_legacy_static_token_still_works_beside_client_credentials(shop, set
 
 @pytest.fixture
 def toml_shop(dev_shop, settings):
-    """Our four topics declared in shopify.app.toml: app-scoped, never listed by the API."""
+    """Our topics declared in shopify.app.toml: app-scoped, never listed by the API."""
     settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "toml"
     dev_shop.app_subscriptions, dev_shop.subscriptions = dev_shop.subscriptions, []
     return dev_shop
@@ -258,7 +264,8 @@ def test_with_toml_the_nightly_run_never_creates_subscriptions(toml_shop, winter
 
     assert run.status == ReconcileRun.Status.OK
     assert run.subscriptions_created == []
-    assert {r.root for r in toml_shop.requests} == {"nodes"}  # stock only
+    # the catalogue and the stock only: no subscription is listed or created
+    assert {r.root for r in toml_shop.requests} == {"locations", "nodes"}
     assert toml_shop.subscriptions == []  # nothing doubled
     assert "managed by shopify.app.toml" in reconcile.summary(run)
     assert mail.outbox == []
@@ -270,8 +277,8 @@ def test_with_api_the_same_shop_would_get_every_topic_twice(toml_shop, winterzau
 
     run = reconcile.run_now()
 
-    assert len(run.subscriptions_created) == 4
-    assert len(toml_shop.subscriptions) + len(toml_shop.app_subscriptions) == 8
+    assert len(run.subscriptions_created) == len(OUR_TOPICS)
+    assert len(toml_shop.subscriptions) + len(toml_shop.app_subscriptions) == 2 * len(OUR_TOPICS)
 
 
 def test_with_toml_the_command_reports_and_refuses_to_sync(toml_shop, capsys):
@@ -296,7 +303,7 @@ def test_the_command_without_credentials_names_both_ways(settings):
 
 def test_the_command_checks_with_client_credentials(dev_shop, capsys):
     call_command("shopify_webhooks", "--check")
-    assert "all 4 subscriptions present" in capsys.readouterr().out
+    assert f"all {len(OUR_TOPICS)} subscriptions present" in capsys.readouterr().out
     assert len(dev_shop.token_requests) == 1
 
 
@@ -342,7 +349,7 @@ def test_reconcile_command_prints_the_summary(shop, winterzauber, capsys):
 
 
 def test_shopify_webhooks_command_checks_and_syncs(shop, capsys):
-    shop.subscriptions = shop.subscriptions[:2]
+    shop.subscriptions = shop.subscriptions[:-2]
     with pytest.raises(CommandError, match="2 subscription"):
         call_command("shopify_webhooks", "--check")
     call_command("shopify_webhooks", "--sync")
@@ -386,3 +393,118 @@ def test_the_worker_class_does_maintenance_every_30_seconds(queue):
     from automation.workers import Worker
 
     assert Worker([queue], connection=queue.connection).maintenance_interval == 30
+
+
+# --- the catalogue the rule reads ---------------------------------------------------------------
+
+PRODUCT = 632910392
+KLEIN, GROSS = 808950810, 808950812
+POPUP = 24826419
+
+
+@pytest.fixture
+def two_sizes(shop, db):
+    """Winterzauber in klein and groß, all variants watched, known to Shopify's Admin API."""
+    shop.add_product(
+        PRODUCT,
+        "Winterzauber",
+        ShopVariant(808950810, KLEIN, "klein", "WZ-24"),
+        ShopVariant(808950812, GROSS, "groß", "WZ-34"),
+    )
+    shop.add_location(STORE, "Lager Hamburg")
+    # what the products/update webhook told us before
+    variant(KLEIN, product_id=PRODUCT, variant_id=808950810, title="klein")
+    variant(GROSS, product_id=PRODUCT, variant_id=808950812, title="groß")
+    return watch(None, "555", product_id=PRODUCT)
+
+
+def test_the_nightly_run_learns_the_products_variants_and_their_stock(shop, two_sizes):
+    shop.add_item(KLEIN, (STORE, 0, "2026-11-28T15:10:00Z"))
+    shop.add_item(GROSS, (STORE, 4, "2026-11-28T15:10:00Z"))
+
+    run = reconcile.run_now()
+
+    assert run.errors == []
+    assert set(Variant.objects.values_list("inventory_item_id", "title")) == {
+        (KLEIN, "klein"),
+        (GROSS, "groß"),
+    }
+    assert run.items_checked == 2
+    assert WatchedProduct.objects.get().stock == 4
+    assert AdGroupAction.objects.get().desired_status == "ENABLED"
+    assert Location.objects.get(location_id=STORE).name == "Lager Hamburg"
+
+
+def test_a_level_at_a_location_shopify_no_longer_reports_is_dropped(shop, two_sizes):
+    webhook(0, "2026-11-28T10:00:00+01:00", item=KLEIN)
+    webhook(0, "2026-11-28T10:00:00+01:00", item=GROSS)
+    webhook(6, "2026-11-28T10:00:00+01:00", item=GROSS, location=POPUP)  # a pop-up shop
+    assert AdGroupAction.objects.first().desired_status == "ENABLED"
+    # the pop-up closed: Shopify no longer reports it; the disconnect webhook was lost
+    shop.add_item(KLEIN, (STORE, 0, "2026-11-28T09:10:00Z"))
+    shop.add_item(GROSS, (STORE, 0, "2026-11-28T09:10:00Z"))
+
+    run = reconcile.run_now()
+
+    assert not StockLevel.objects.filter(location_id=POPUP).exists()
+    assert run.levels_changed == 1
+    assert AdGroupAction.objects.first().desired_status == "PAUSED"
+    assert run.corrections[0]["now"] == "PAUSED"
+
+
+def test_a_level_shopify_reports_without_a_timestamp_is_kept(shop, two_sizes):
+    webhook(3, "2026-11-28T10:00:00+01:00", item=KLEIN)
+    shop.add_item(KLEIN, (STORE, 3, None))  # InventoryQuantity.updatedAt may be null
+    shop.add_item(GROSS, (STORE, 0, "2026-11-28T09:10:00Z"))
+
+    reconcile.run_now()
+
+    assert StockLevel.objects.get(inventory_item_id=KLEIN).available == 3
+
+
+def test_a_location_that_does_not_ship_online_orders_stops_counting(shop, two_sizes):
+    shop.add_location(POPUP, "Laden St. Pauli", fulfills_online_orders=False)
+    shop.add_item(KLEIN, (STORE, 0, "2026-11-28T15:10:00Z"), (POPUP, 5, "2026-11-28T15:10:00Z"))
+    shop.add_item(GROSS, (STORE, 0, "2026-11-28T15:10:00Z"))
+
+    reconcile.run_now()
+
+    assert Location.objects.get(location_id=POPUP).counted is False
+    assert WatchedProduct.objects.get().stock == 0
+    assert AdGroupAction.objects.get().desired_status == "PAUSED"
+
+
+def test_an_archived_product_is_paused_by_the_nightly_run(shop, two_sizes):
+    shop.products[PRODUCT].status = "ARCHIVED"
+    shop.products[PRODUCT].updated_at = "2026-11-28T16:00:00Z"
+    shop.add_item(KLEIN, (STORE, 5, "2026-11-28T15:10:00Z"))
+    shop.add_item(GROSS, (STORE, 5, "2026-11-28T15:10:00Z"))
+
+    reconcile.run_now()
+
+    assert Product.objects.get(product_id=PRODUCT).status == "archived"
+    action = AdGroupAction.objects.get()
+    assert action.desired_status == "PAUSED"
+    assert "archived" in action.reason
+
+
+def test_a_product_shopify_deleted_stops_being_watched(shop, two_sizes):
+    del shop.products[PRODUCT]
+
+    run = reconcile.run_now()
+
+    assert WatchedProduct.objects.get().enabled is False
+    assert any("no longer exists in Shopify" in error for error in run.errors)
+    assert any("Deleted in Shopify" in m.subject for m in mail.outbox)
+
+
+def test_a_product_known_by_one_inventory_item_learns_its_product(shop, winterzauber):
+    shop.add_product(PRODUCT, "Winterzauber", ShopVariant(808950810, ITEM, "klein"))
+    shop.add_item(ITEM, (STORE, 2, "2026-11-28T15:10:00Z"))
+
+    reconcile.run_now()
+
+    winterzauber.refresh_from_db()
+    assert winterzauber.product_id == PRODUCT
+    assert Variant.objects.get(inventory_item_id=ITEM).title == "klein"
+    assert list(winterzauber.variants.values_list("inventory_item_id", flat=True)) == [ITEM]

@@ -859,6 +859,8 @@ class ShopifyAdmin:
         self.throttled = 0  # THROTTLED answers and 429s received
         self.waited = 0.0  # seconds slept for the bucket (pacing and throttle waits)
         self.skipped = 0  # levels without an `available` timestamp, left out
+        # (item, location) of those: the location still stocks the item, its level is unknown
+        self.undated: set[tuple[int, int]] = set()
         self.missing = 0  # requested items Shopify no longer has (null node)
         self.token_renewals = 0  # 401s answered by fetching a new token and sending again
         # Products Shopify answered null for (deleted, never existed or not a product) when
@@ -1002,6 +1004,8 @@ class ShopifyAdmin:
             updated_at = quantity.get("updatedAt") if quantity else None
             if not location or not updated_at:
                 self.skipped += 1  # without a timestamp the stale guard cannot use it
+                if location:
+                    self.undated.add((item_id, _id_from_gid(location)))
                 continue
             yield Level(
                 inventory_item_id=item_id,

@@ -67,6 +67,7 @@ class Settled:
     observed: str | None = None
     drifted: bool = False
     manual: bool = False
+    label: str = ""  # what the merchant calls it: its first watched product, else its name
 
     @property
     def sent(self) -> bool:
@@ -168,10 +169,12 @@ def settle(
         groups = lock_ad_groups(keys)
         found = facts.ad_group_facts(groups, now)
         for group in groups:
+            fact = found[group.key]
             settled.append(
                 _settle_one(
                     group,
-                    rule.ad_group_status(found[group.key]),
+                    rule.ad_group_status(fact),
+                    label=fact.labels[0] if fact.labels else str(group),
                     source=source,
                     delivery=delivery,
                     brake_pauses=brake_pauses,
@@ -187,6 +190,7 @@ def _settle_one(
     group: AdGroup,
     verdict: rule.Verdict,
     *,
+    label: str,
     source: str,
     delivery: Delivery | None,
     brake_pauses: bool,
@@ -203,6 +207,7 @@ def _settle_one(
         SKIPPED,
         observed=observed,
         manual=bool(group.manual_status),
+        label=label,
     )
     if group.missing:
         done.result = MISSING

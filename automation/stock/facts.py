@@ -154,11 +154,13 @@ def ad_group_facts(ad_groups: Sequence[AdGroup], now: datetime) -> dict[Key, rul
                 )
             )
     controlling: dict[int, list[rule.Sellability]] = defaultdict(list)
+    labels: dict[int, list[str]] = defaultdict(list)
     through = WatchedProduct.ad_groups.through.objects.filter(
         adgroup_id__in=[group.pk for group in ad_groups], watchedproduct__enabled=True
     ).select_related("watchedproduct")
     for row in through.order_by("watchedproduct__label", "watchedproduct_id"):
         controlling[row.adgroup_id].append(stored_sellability(row.watchedproduct))
+        labels[row.adgroup_id].append(row.watchedproduct.label)
     return {
         group.key: rule.AdGroupFact(
             manual_status=group.manual_status,
@@ -166,6 +168,7 @@ def ad_group_facts(ad_groups: Sequence[AdGroup], now: datetime) -> dict[Key, rul
             manual_reason=group.manual_reason,
             promotions=tuple(promotions[group.key]),
             products=tuple(controlling[group.pk]),
+            labels=tuple(labels[group.pk]),
         )
         for group in ad_groups
     }

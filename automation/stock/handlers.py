@@ -167,7 +167,7 @@ def _outcome(stock: dict[str, int | None] | None, settled: list[apply.Settled]) 
         elif done.result == apply.MISSING:
             notes.append(f"ad group {ad_group_id} missing in Google Ads: skipped")
         if done.manual:
-            held.append(f"{done.name} ({str(done.status).lower()})")
+            held.append(f"{done.label} ({str(done.status).lower()})")
     if held:
         notes.append(f"manual state holds: {', '.join(held)}")
     errors = apply.errors_of(settled)

@@ -110,6 +110,7 @@ class AdGroupFact:
     manual_reason: str = ""
     promotions: tuple[PromotionFact, ...] = ()
     products: tuple[Sellability, ...] = ()
+    labels: tuple[str, ...] = ()  # the controlling products' labels, for the merchant's lists
 
 
 @dataclass(frozen=True)
