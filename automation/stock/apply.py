@@ -129,17 +129,25 @@ def redecide(
 
 def lock_ad_groups(keys: Iterable[Key]) -> list[AdGroup]:
     """The ad groups, created where missing, locked until the transaction ends, in pk order."""
-    keys = sorted(set(keys))
-    if not keys:
-        return []
-    AdGroup.objects.bulk_create(
-        [AdGroup(customer_id=c, ad_group_id=a) for c, a in keys], ignore_conflicts=True
-    )
     wanted = set(keys)
+    if not wanted:
+        return []
+    found = _locked(wanted)
+    missing = wanted - {group.key for group in found}
+    if missing:  # rare: an ad group a promotion names first, or a test's
+        AdGroup.objects.bulk_create(
+            [AdGroup(customer_id=c, ad_group_id=a) for c, a in sorted(missing)],
+            ignore_conflicts=True,
+        )
+        found = _locked(wanted)
+    return found
+
+
+def _locked(wanted: set[Key]) -> list[AdGroup]:
     found = (
         AdGroup.objects.select_for_update(of=("self",))
         .select_related("manual_by")
-        .filter(ad_group_id__in={a for _, a in keys})
+        .filter(ad_group_id__in={a for _, a in wanted})
         .order_by("pk")
     )
     return [group for group in found if group.key in wanted]
