@@ -120,7 +120,7 @@ def stored_sellability(product: WatchedProduct) -> rule.Sellability:
         product.sellable,
         rule.Reason(reason.get("code", "stock_unknown"), dict(reason.get("values") or {})),
         product.stock,
-        str((reason.get("values") or {}).get("where", "")),
+        rule.where_text((reason.get("values") or {}).get("where")),
     )
 
 
