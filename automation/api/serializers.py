@@ -68,6 +68,16 @@ class AdGroupRefSerializer(DefaultCustomerIdMixin, serializers.Serializer):
         self.instance = None  # each entry is new: the account default applies to each
 
 
+class VariantIdsField(serializers.ListField):
+    """Shopify variant ids in, the chosen variants' ids out (variants known only by an
+    inventory item have no variant id yet and are left out)."""
+
+    child = serializers.IntegerField(min_value=1)
+
+    def to_representation(self, value: Any) -> list[int]:
+        return [variant.variant_id for variant in value.all() if variant.variant_id]
+
+
 class WatchedProductSerializer(serializers.ModelSerializer):
     """A product whose ad groups pause when it can no longer be sold.
 
@@ -77,9 +87,7 @@ class WatchedProductSerializer(serializers.ModelSerializer):
     time the product was decided.
     """
 
-    variants = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, allow_empty=True
-    )
+    variants = VariantIdsField(required=False, allow_empty=True)
     ad_groups = AdGroupRefSerializer(many=True, allow_empty=False)
     reason = serializers.SerializerMethodField()
 
@@ -101,17 +109,6 @@ class WatchedProductSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["sellable", "stock", "decided_at"]
         extra_kwargs = {"product_id": {"required": True, "allow_null": False}}
-
-    def to_representation(self, instance: WatchedProduct) -> dict[str, Any]:
-        data = super().to_representation(instance)
-        data["variants"] = [
-            variant.variant_id for variant in instance.variants.all() if variant.variant_id
-        ]
-        data["ad_groups"] = [
-            {"customer_id": group.customer_id, "ad_group_id": group.ad_group_id}
-            for group in instance.ad_groups.all()
-        ]
-        return data
 
     def get_reason(self, instance: WatchedProduct) -> str:
         return stock_facts.stored_sellability(instance).reason.text() if instance.decided_at else ""
