@@ -350,6 +350,28 @@ def test_an_untracked_level_in_a_batch_acts_on_nothing_as_it_would_alone(
     assert StockLevel.objects.get().available is None
 
 
+def test_an_untracked_level_at_another_location_after_the_last_tracked_one_does_not_decide(
+    client, run_worker, winterzauber
+):
+    """5 in the warehouse; then, waiting together, the store sold out (0) and the warehouse's
+    tracking switched off (null): alone, the first keeps the ads running (0 + 5) and the
+    second is stored without action; in one batch the same."""
+    send(client, 5, 9, location=WAREHOUSE)
+    run_worker()
+    sold_out = send(client, 0, 10, location=STORE)
+    untracked = send(client, None, 11, location=WAREHOUSE)
+    run_worker()
+
+    sold_out, untracked = refreshed(sold_out, untracked)
+    assert actions() == ["ENABLED"]  # the first level's; the batch sent nothing
+    assert (sold_out.status, sold_out.result) == (
+        Status.DONE,
+        "total available 5; ad group 555 ENABLED unchanged",
+    )
+    assert untracked.status == Status.IGNORED
+    assert StockLevel.objects.get(location_id=WAREHOUSE).available is None
+
+
 def test_a_follower_whose_body_cannot_be_read_fails_instead_of_staying_processing(
     client, queue, winterzauber
 ):
