@@ -211,10 +211,15 @@ def _settle_one(
         done.drifted = _observe(group, observed, observed_at)
     if verdict.status is None:
         return done
-    if observed is not None and observed != verdict.status and source in brake.BRAKED_SOURCES:
-        if verdict.status == rule.PAUSED and brake.open_held(*group.key):
-            done.result = Result.HELD  # already waiting for the merchant: not held twice
-            return done
+    if (
+        observed is not None
+        and observed != verdict.status
+        and source in brake.BRAKED_SOURCES
+        and verdict.status == rule.PAUSED
+        and brake.open_held(*group.key)
+    ):
+        done.result = Result.HELD  # already waiting for the merchant: not held twice
+        return done
     if done.drifted:
         done.reason = gettext("drift: Google Ads had %(real)s; %(reason)s") % {
             "real": observed,
