@@ -44,6 +44,10 @@ def test_a_sell_out_is_logged_in_german(german_shop):
     apply_level(sold_out, source=AdGroupAction.Source.WEBHOOK)
     # Then the action log says why, in German
     assert AdGroupAction.objects.get().reason == "Winterzauber: Bestand 0 ≤ 0"
+    # And so does the restock
+    restocked = LevelUpdate(808950810, 24826418, 12, datetime(2026, 11, 26, 11, tzinfo=UTC))
+    apply_level(restocked, source=AdGroupAction.Source.WEBHOOK)
+    assert AdGroupAction.objects.first().reason == "Winterzauber: Bestand 12 > 0"
 
 
 def test_a_reminder_decision_is_explained_in_german(german_shop):
