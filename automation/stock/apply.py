@@ -367,7 +367,8 @@ def apply_levels(
     written = levels.store_levels(updates[:tail]) if tail else []
     tracked = [i for i, done in enumerate(written) if done and updates[i].available is not None]
     if not tracked:
-        written += levels.store_levels(updates[tail:])
+        if tail < len(updates):
+            written += levels.store_levels(updates[tail:])
         return AppliedLevels(written=written)
     last = tracked[-1]
     keys = evaluate(products)
