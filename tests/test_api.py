@@ -227,6 +227,24 @@ def test_a_watched_product_with_two_ad_groups_and_a_variant_subset(staff):
     assert AdGroup.objects.filter(ad_group_id="777").exists()  # its actions' history stays
 
 
+def test_moving_a_watched_product_to_another_product_needs_that_products_variants(staff):
+    variant(1001, product_id=PRODUCT, variant_id=11)
+    variant(2001, product_id=PRODUCT + 1, variant_id=21)
+    given = {"product_id": PRODUCT, "label": "x", "variants": [11], "ad_groups": ad_groups("777")}
+    url = f"/api/watched-products/{staff.post('/api/watched-products/', given).data['id']}/"
+
+    kept = staff.patch(url, {"product_id": PRODUCT + 1})
+
+    assert kept.status_code == 400
+    assert kept.data["variants"] == [
+        f"The chosen variants are not of product {PRODUCT + 1}: give its variants, or [] for "
+        "all of them."
+    ]
+    moved = staff.patch(url, {"product_id": PRODUCT + 1, "variants": [21]})
+    assert (moved.status_code, moved.data["variants"]) == (200, [21])
+    assert staff.patch(url, {"product_id": PRODUCT + 1}).status_code == 200  # the same product
+
+
 def test_an_unknown_variant_is_refused_with_the_message(staff):
     variant(1001, product_id=PRODUCT, variant_id=11)
     variant(2001, product_id=PRODUCT + 1, variant_id=21)  # another product's

@@ -127,8 +127,20 @@ class WatchedProductSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(
                 {"resume_at": ["resume_at cannot be below pause_at."]}
             )
+        product_id = attrs.get("product_id", getattr(self.instance, "product_id", None))
+        if "variants" not in attrs and self.instance is not None and "product_id" in attrs:
+            # Another product, the chosen variants kept: they would count for the wrong one.
+            foreign = self.instance.variants.exclude(product__product_id=product_id)
+            if foreign.exists():
+                raise serializers.ValidationError(
+                    {
+                        "variants": [
+                            f"The chosen variants are not of product {product_id}: give its "
+                            "variants, or [] for all of them."
+                        ]
+                    }
+                )
         if "variants" in attrs:
-            product_id = attrs.get("product_id", getattr(self.instance, "product_id", None))
             wanted = set(attrs["variants"])
             known = Variant.objects.filter(
                 variant_id__in=wanted, product__product_id=product_id, deleted_at__isnull=True
