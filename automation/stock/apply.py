@@ -224,10 +224,15 @@ def _settle_one(
         done.drifted = _observe(group, observed, observed_at)
     if verdict.status is None:
         return done
-    if observed is not None and observed != verdict.status and source in brake.BRAKED_SOURCES:
-        if verdict.status == rule.PAUSED and brake.open_held(*group.key):
-            done.result = Result.HELD  # already waiting for the merchant: not held twice
-            return done
+    if (
+        observed is not None
+        and observed != verdict.status
+        and source in brake.BRAKED_SOURCES
+        and verdict.status == rule.PAUSED
+        and brake.open_held(*group.key)
+    ):
+        done.result = Result.HELD  # already waiting for the merchant: not held twice
+        return done
     if done.drifted:
         done.reason = gettext("drift: Google Ads had %(real)s; %(reason)s") % {
             "real": observed,
@@ -361,20 +366,29 @@ def apply_levels(
     product take turns and the last one decides with every level. The ad groups are set
     once, after the last tracked level: the earlier levels' statuses would be outdated
     before they were sent. A level that says `available: null` (not tracked) is stored but
-    never acts.
+    never acts: the ones after the last tracked level are stored after the decision.
     """
     product_ids = facts.watching({update.inventory_item_id for update in updates})
     if not product_ids:
         return AppliedLevels(watched=False)
     products = lock_products(product_ids)
-    written = levels.store_levels(updates)
+    # The untracked levels after the last tracked one are stored after the decision: alone,
+    # each would be stored without action, so the decision must not see them.
+    tail = next(
+        (i + 1 for i in reversed(range(len(updates))) if updates[i].available is not None), 0
+    )
+    written = levels.store_levels(updates[:tail]) if tail else []
     tracked = [i for i, done in enumerate(written) if done and updates[i].available is not None]
     if not tracked:
+        if tail < len(updates):
+            written += levels.store_levels(updates[tail:])
         return AppliedLevels(written=written)
     last = tracked[-1]
     keys = evaluate(products)
     delivery = deliveries[last] if deliveries else None
     settled = settle(keys, source=source, delivery=delivery)
+    if tail < len(updates):
+        written += levels.store_levels(updates[tail:])
     stock = {product.label: product.stock for product in products}
     return AppliedLevels(written=written, decided_by=last, stock=stock, settled=settled)
 
