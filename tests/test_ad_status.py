@@ -127,7 +127,7 @@ def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber
         {
             "kind": "drift",
             "item": 0,
-            "label": "ad group 555",
+            "label": "Winterzauber",
             "ad_group": "555",
             "was": "ENABLED",
             "now": "PAUSED",
