@@ -25,12 +25,20 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from .. import ads, alerts
 from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
-from ..models import AdGroup, AdGroupAction, Delivery, StockLevel, WatchedProduct
+from ..models import (
+    AdGroup,
+    AdGroupAction,
+    Delivery,
+    PromotionAdGroup,
+    StockLevel,
+    WatchedProduct,
+)
 from ..sources.shopify_inventory import LevelUpdate
 from . import brake, facts, levels, rule
 from .facts import Key
@@ -84,21 +92,54 @@ def lock_products(product_ids: Iterable[int]) -> list[WatchedProduct]:
     )
 
 
-def evaluate(products: Sequence[WatchedProduct], now: datetime | None = None) -> set[Key]:
-    """Decide each (locked) watched product from its stock and store the answer; returns the
-    ad groups they control, for `settle`."""
+def lock_watching(inventory_item_ids: Iterable[int]) -> list[WatchedProduct]:
+    """The enabled watched products that count these inventory items, locked, in pk order
+    (one statement: `facts.watching` as a subquery of the lock)."""
+    return list(
+        WatchedProduct.objects.select_for_update()
+        .filter(pk__in=facts.watching_query(inventory_item_ids))
+        .order_by("pk")
+    )
+
+
+@dataclass(frozen=True)
+class OfProducts:
+    """The ad groups some watched products control (and `extra` ones), locked by `settle` in
+    one statement, without reading them first."""
+
+    product_ids: frozenset[int]
+    extra: frozenset[Key] = frozenset()
+
+    def __or__(self, other: Iterable[Key]) -> OfProducts:
+        return OfProducts(self.product_ids, self.extra | frozenset(other))
+
+
+def evaluate(products: Sequence[WatchedProduct], now: datetime | None = None) -> OfProducts:
+    """Decide each (locked) watched product from its stock and store the answer (only what
+    changed is written); returns the ad groups they control, for `settle`."""
     if not products:
-        return set()
+        return OfProducts(frozenset())
     now = now or timezone.now()
     found = facts.product_facts(products)
+    changed = []
     for product in products:
         sellability = rule.product_sellable(found[product.pk])
-        product.sellable = sellability.sellable
-        product.stock = sellability.stock
-        product.reason = {"code": sellability.reason.code, "values": sellability.reason.values}
-        product.decided_at = now
-    WatchedProduct.objects.bulk_update(products, ["sellable", "stock", "reason", "decided_at"])
-    return ad_groups_of([product.pk for product in products])
+        reason = {"code": sellability.reason.code, "values": sellability.reason.values}
+        before = (product.sellable, product.stock, product.reason)
+        product.sellable, product.stock, product.reason = (
+            sellability.sellable,
+            sellability.stock,
+            reason,
+        )
+        if (
+            before != (product.sellable, product.stock, product.reason)
+            or product.decided_at is None
+        ):
+            product.decided_at = now
+            changed.append(product)
+    if changed:
+        WatchedProduct.objects.bulk_update(changed, ["sellable", "stock", "reason", "decided_at"])
+    return OfProducts(frozenset(product.pk for product in products))
 
 
 def ad_groups_of(product_ids: Iterable[int]) -> set[Key]:
@@ -127,8 +168,15 @@ def redecide(
 # --- ad groups -----------------------------------------------------------------------------
 
 
-def lock_ad_groups(keys: Iterable[Key]) -> list[AdGroup]:
+def lock_ad_groups(keys: Iterable[Key] | OfProducts) -> list[AdGroup]:
     """The ad groups, created where missing, locked until the transaction ends, in pk order."""
+    if isinstance(keys, OfProducts):
+        controlled = AdGroup.objects.filter(watched_products__pk__in=keys.product_ids)
+        found = list(_locking().filter(pk__in=controlled.values("pk")))
+        if not keys.extra:
+            return found
+        more = [group for group in lock_ad_groups(keys.extra) if group not in found]
+        return sorted([*found, *more], key=lambda group: group.pk)
     wanted = set(keys)
     if not wanted:
         return []
@@ -143,18 +191,19 @@ def lock_ad_groups(keys: Iterable[Key]) -> list[AdGroup]:
     return found
 
 
-def _locked(wanted: set[Key]) -> list[AdGroup]:
-    found = (
-        AdGroup.objects.select_for_update(of=("self",))
-        .select_related("manual_by")
-        .filter(ad_group_id__in={a for _, a in wanted})
-        .order_by("pk")
+def _locking():
+    return (
+        AdGroup.objects.select_for_update(of=("self",)).select_related("manual_by").order_by("pk")
     )
+
+
+def _locked(wanted: set[Key]) -> list[AdGroup]:
+    found = _locking().filter(ad_group_id__in={a for _, a in wanted})
     return [group for group in found if group.key in wanted]
 
 
 def settle(
-    keys: Iterable[Key],
+    keys: Iterable[Key] | OfProducts,
     *,
     source: str,
     delivery: Delivery | None = None,
@@ -173,7 +222,9 @@ def settle(
     """
     now = now or timezone.now()
     settled = []
-    with transaction.atomic():
+    # No savepoint: inside a caller's transaction (the inbox's) nothing here raises on
+    # purpose; alone, this is the transaction.
+    with transaction.atomic(savepoint=False):
         groups = lock_ad_groups(keys)
         found = facts.ad_group_facts(groups, now)
         for group in groups:

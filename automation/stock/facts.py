@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from ..models import (
     AdGroup,
@@ -27,15 +27,20 @@ Key = tuple[str, str]
 """An ad group: (customer id, ad group id)."""
 
 
-def watching(inventory_item_ids: Iterable[int]) -> list[int]:
-    """The enabled watched products (ids, ascending) that count any of these inventory items:
-    those that chose its variant, and those watching all variants of its product."""
-    item_ids = list(inventory_item_ids)
-    variants = Variant.objects.filter(inventory_item_id__in=item_ids, deleted_at__isnull=True)
+def watching_query(inventory_item_ids: Iterable[int]) -> QuerySet:
+    """The pks of the enabled watched products that count any of these inventory items: those
+    that chose its variant, and those watching all variants of its product."""
+    variants = Variant.objects.filter(
+        inventory_item_id__in=list(inventory_item_ids), deleted_at__isnull=True
+    )
     chosen = Q(variants__in=variants)
     whole = Q(variants__isnull=True, product_id__in=variants.values("product__product_id"))
-    found = WatchedProduct.objects.filter(chosen | whole, enabled=True).values_list("pk", flat=True)
-    return sorted(set(found))
+    return WatchedProduct.objects.filter(chosen | whole, enabled=True).values("pk")
+
+
+def watching(inventory_item_ids: Iterable[int]) -> list[int]:
+    """`watching_query`'s pks, ascending."""
+    return sorted(set(watching_query(inventory_item_ids).values_list("pk", flat=True)))
 
 
 def counted_variants(products: Sequence[WatchedProduct]) -> dict[int, list[Variant]]:
@@ -131,7 +136,8 @@ def in_window(start_at: datetime | None, end_at: datetime | None, now: datetime)
 
 def ad_group_facts(ad_groups: Sequence[AdGroup], now: datetime) -> dict[Key, rule.AdGroupFact]:
     """Everything that controls each ad group, keyed by (customer id, ad group id)."""
-    keys = [group.key for group in ad_groups]
+    # Ad groups locked by `apply.settle` know whether a promotion lists them.
+    keys = [group.key for group in ad_groups if getattr(group, "in_promotion", True)]
     promotions: dict[Key, list[rule.PromotionFact]] = defaultdict(list)
     if keys:
         listed = Q()
