@@ -319,6 +319,22 @@ def test_a_save_decides_the_product_and_an_update_resettles_the_ad_group_it_remo
     assert list(nordlicht.ad_groups.values_list("ad_group_id", flat=True)) == ["778"]
 
 
+def test_deleting_a_watched_product_resettles_the_ad_groups_it_controlled(staff, settings):
+    """What still controls the ad group decides it once the product is gone."""
+    settings.ADS_BACKEND = "dryrun"
+    watch(2001, "778", label="Nordlicht", customer_id=CUSTOMER)
+    apply_level(LevelUpdate(2001, 1, 0, timezone.now()), source="webhook")  # sold out
+    level(1001, 5)
+    variant(1001, product_id=PRODUCT, variant_id=11)
+    given = {"product_id": PRODUCT, "label": "Winterzauber", "ad_groups": ad_groups("778")}
+    created = staff.post("/api/watched-products/", {**given, "variants": [11]})
+    assert actions()[-1] == ("778", "ENABLED", "admin", "Winterzauber: 5 available > 0")
+
+    assert staff.delete(f"/api/watched-products/{created.data['id']}/").status_code == 204
+
+    assert actions()[-1] == ("778", "PAUSED", "admin", "Nordlicht: 0 available ≤ 0")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_ad_group_actions_of_a_save_are_found_by_ad_group_id(staff, settings):
     settings.ADS_BACKEND = "dryrun"

@@ -458,3 +458,13 @@ def redecide_counting(location_id: int) -> list[Settled]:
         "inventory_item_id", flat=True
     )
     return redecide(facts.watching(items), source=Source.ADMIN)
+
+
+def stop_watching(products: Sequence[WatchedProduct], *, source: str) -> list[Settled]:
+    """Delete watched products and settle the ad groups they controlled: another product or a
+    promotion may decide them now (an ad group nothing controls any more stays as it is)."""
+    with transaction.atomic():
+        locked = lock_products(product.pk for product in products)
+        keys = ad_groups_of([product.pk for product in locked])
+        WatchedProduct.objects.filter(pk__in=[product.pk for product in locked]).delete()
+        return settle(keys, source=source)
