@@ -319,6 +319,7 @@ def test_a_save_decides_the_product_and_an_update_resettles_the_ad_group_it_remo
     assert list(nordlicht.ad_groups.values_list("ad_group_id", flat=True)) == ["778"]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_deleting_a_watched_product_resettles_the_ad_groups_it_controlled(staff, settings):
     """What still controls the ad group decides it once the product is gone."""
     settings.ADS_BACKEND = "dryrun"
