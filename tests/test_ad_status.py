@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from automation import ads, reconcile
 from automation.models import (
+    AdGroup,
     AdGroupAction,
     AdGroupState,
     BrakeEpisode,
@@ -314,3 +315,33 @@ def test_an_unknown_backend_is_refused_naming_the_setting(settings, call):
     settings.ADS_BACKEND = "bing"
     with pytest.raises(ImproperlyConfigured, match="ADS_BACKEND must be 'dryrun' or 'google'"):
         call()
+
+
+def test_the_demos_ad_groups_never_count_towards_open_or_get_held_by_the_brake(
+    twenty, google_ads, settings
+):
+    """A merchant with real traffic loads the demo: its sell-outs are not the shop's."""
+    demo = twenty[:12]
+    AdGroup.objects.filter(ad_group_id__in=[str(700 + n) for n in range(12)]).update(demo=True)
+    google_ads.requests.clear()
+
+    for n, item in enumerate(demo):  # twelve demo sell-outs in a minute
+        apply_level(
+            LevelUpdate(item, STORE, 0, MORNING + timedelta(seconds=4 * n)), source="webhook"
+        )
+    assert len(google_ads.requests) == 12  # none held
+    assert not BrakeEpisode.objects.exists()
+
+    # the shop's next real sell-outs are counted against the 8 real ad groups alone
+    allowed = BrakeSettings.load().allowed_pauses(8)
+    for n, item in enumerate(twenty[12:]):
+        apply_level(
+            LevelUpdate(item, STORE, 0, MORNING + timedelta(minutes=1, seconds=n)), source="webhook"
+        )
+    held = HeldChange.objects.filter(resolution="open")
+    assert held.count() == 8 - allowed
+    assert not held.filter(ad_group_id__in=[str(700 + n) for n in range(12)]).exists()
+    # and while the brake holds, a demo pause still goes through
+    apply_level(LevelUpdate(demo[0], STORE, 5, MORNING + timedelta(minutes=3)), source="webhook")
+    apply_level(LevelUpdate(demo[0], STORE, 0, MORNING + timedelta(minutes=4)), source="webhook")
+    assert AdGroupAction.objects.filter(ad_group_id="700").order_by("pk").last().result == "applied"

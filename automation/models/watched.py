@@ -89,6 +89,15 @@ class AdGroup(models.Model):
         ),
     )
     missing_since = models.DateTimeField(verbose_name=_("missing since"), null=True, blank=True)
+    demo = models.BooleanField(
+        verbose_name=_("demo"),
+        default=False,
+        editable=False,
+        help_text=_(
+            "Made by the demo history: never counted or held by the safety brake, removed "
+            "with the demo."
+        ),
+    )
     clicks_per_day = models.DecimalField(
         verbose_name=_("clicks per day"),
         max_digits=8,
@@ -176,6 +185,12 @@ class WatchedProduct(models.Model):
         verbose_name=_("enabled"),
         default=True,
         help_text=_("Switch off to stop this product controlling its ad groups for now."),
+    )
+    demo = models.BooleanField(
+        verbose_name=_("demo"),
+        default=False,
+        editable=False,
+        help_text=_("Made by the demo history: removed with the demo, and only then."),
     )
     # What the stock said the last time the product was decided (automation.stock.apply):
     # the memory the resume level needs, and what the status column shows.

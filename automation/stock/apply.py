@@ -192,8 +192,16 @@ def lock_ad_groups(keys: Iterable[Key] | OfProducts) -> list[AdGroup]:
 
 
 def _locking():
+    """Ad groups to lock, each with whether a promotion lists it (most are in none: their
+    promotions are then not read)."""
+    listed = PromotionAdGroup.objects.filter(
+        customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
+    )
     return (
-        AdGroup.objects.select_for_update(of=("self",)).select_related("manual_by").order_by("pk")
+        AdGroup.objects.select_for_update(of=("self",))
+        .select_related("manual_by")
+        .annotate(in_promotion=Exists(listed))
+        .order_by("pk")
     )
 
 
@@ -340,7 +348,8 @@ def _apply(
         # names who and why, and it confirms the status Google Ads really has.
         if confirmed == status and source != Source.MANUAL:
             return UNCHANGED, None
-        if brake_pauses and status == rule.PAUSED and source in brake.BRAKED_SOURCES:
+        braked = brake_pauses and not group.demo and source in brake.BRAKED_SOURCES
+        if braked and status == rule.PAUSED:
             episode = brake.engaged(customer_id, ad_group_id, fields["requested_at"])
             if episode is not None:
                 brake.hold(fields, episode)

@@ -2,16 +2,18 @@
 window's pauses reach the limit of `BrakeSettings`; enables are never held.
 
 A bad CSV import or a Shopify incident can report zero stock for everything at once; the brake
-keeps the ads running until the merchant decides (`held_changes`).
+keeps the ads running until the merchant decides (`held_changes`). The demo history's ad groups
+(`AdGroup.demo`) are not the shop's: they never count towards it, open it, or are held by it.
 """
 
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils.translation import gettext
 
 from .. import alerts, rows
-from ..models import AdGroupAction, BrakeEpisode, BrakeSettings, HeldChange, WatchedProduct
+from ..models import AdGroup, AdGroupAction, BrakeEpisode, BrakeSettings, HeldChange
 
 Result = AdGroupAction.Result
 Source = AdGroupAction.Source
@@ -22,14 +24,9 @@ SENT_RESULTS = (Result.APPLIED, Result.DRY_RUN)
 
 
 def watched_ad_groups() -> int:
-    """How many ad groups follow their stock: the base of the brake's share."""
-    return (
-        WatchedProduct.objects.filter(enabled=True)
-        .values("ad_groups__customer_id", "ad_groups__ad_group_id")
-        .exclude(ad_groups__isnull=True)
-        .distinct()
-        .count()
-    )
+    """How many ad groups follow their stock: the base of the brake's share (the demo's
+    ad groups are not the shop's)."""
+    return AdGroup.objects.filter(watched_products__enabled=True, demo=False).distinct().count()
 
 
 def engaged(customer_id: str, ad_group_id: str, now: datetime) -> BrakeEpisode | None:
@@ -58,6 +55,7 @@ def engaged(customer_id: str, ad_group_id: str, now: datetime) -> BrakeEpisode |
             requested_at__gte=since,
         )
         .exclude(customer_id=customer_id, ad_group_id=ad_group_id)
+        .exclude(Exists(_demo_ad_group()))
         .values("customer_id", "ad_group_id")
         .distinct()
         .count()
@@ -83,6 +81,12 @@ def engaged(customer_id: str, ad_group_id: str, now: datetime) -> BrakeEpisode |
     episode_id = episode.pk
     transaction.on_commit(lambda: alerts.brake_engaged(episode_id))
     return episode
+
+
+def _demo_ad_group():
+    return AdGroup.objects.filter(
+        demo=True, customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
+    )
 
 
 def hold(fields: dict, episode: BrakeEpisode) -> None:
