@@ -18,6 +18,7 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -111,9 +112,10 @@ def create_demo_products() -> None:
             name=item.label,
             clicks_per_day=item.clicks_per_day,
             cost_per_click=item.cost_per_click,
+            demo=True,
         )
         watched = WatchedProduct.objects.create(
-            product_id=item.product_id, label=item.label, pause_at=item.pause_at
+            product_id=item.product_id, label=item.label, pause_at=item.pause_at, demo=True
         )
         watched.variants.set([variant])
         watched.ad_groups.set([group])
@@ -124,7 +126,7 @@ def demo_present() -> bool:
     return (
         Claim.objects.filter(key=DEMO_MARKER).exists()
         or Delivery.objects.filter(shop_domain=DEMO_SHOP).exists()
-        or WatchedProduct.objects.filter(product_id__in=DEMO_PRODUCT_IDS).exists()
+        or WatchedProduct.objects.filter(demo=True).exists()
     )
 
 
@@ -157,16 +159,17 @@ def remove_demo() -> Counter[str]:
             if checkout.email:
                 keys.add(checkouts.address_claim_key(checkout.email))
         removed[_plural(Claim)] = Claim.objects.filter(key__in=keys).delete()[0]
-        removed[_plural(AdGroupAction)] = AdGroupAction.objects.filter(
-            customer_id=DEMO_CUSTOMER_ID, ad_group_id__in=DEMO_AD_GROUP_IDS
-        ).delete()[0]
+        demo_groups = AdGroup.objects.filter(demo=True)
+        keys = list(demo_groups.values_list("customer_id", "ad_group_id"))
+        of_demo = Q(pk__in=[])
+        for customer_id, ad_group_id in keys:
+            of_demo |= Q(customer_id=customer_id, ad_group_id=ad_group_id)
+        removed[_plural(AdGroupAction)] = AdGroupAction.objects.filter(of_demo).delete()[0]
         removed[_plural(AdGroupAction)] += AdGroupAction.objects.filter(
             delivery__shop_domain=DEMO_SHOP
         ).delete()[0]
-        # The status each demo ad group last "confirmed" (dry run, issue 17).
-        removed[_plural(AdGroupState)] = AdGroupState.objects.filter(
-            customer_id=DEMO_CUSTOMER_ID, ad_group_id__in=DEMO_AD_GROUP_IDS
-        ).delete()[0]
+        # The status each demo ad group last "confirmed" (dry run).
+        removed[_plural(AdGroupState)] = AdGroupState.objects.filter(of_demo).delete()[0]
         removed[_plural(ReminderDecision)] = ReminderDecision.objects.filter(
             checkout__shop_domain=DEMO_SHOP
         ).delete()[0]
@@ -174,27 +177,25 @@ def remove_demo() -> Counter[str]:
             deleted = model.objects.filter(shop_domain=DEMO_SHOP).delete()[1]
             for label, n in deleted.items():
                 removed[_plural(apps.get_model(label))] += n
-        removed[_plural(StockLevel)] = StockLevel.objects.filter(
-            inventory_item_id__in=DEMO_ITEM_IDS
-        ).delete()[0]
-        removed[_plural(WatchedProduct)] = (
-            WatchedProduct.objects.filter(
-                product_id__in=DEMO_PRODUCT_IDS, label__startswith=DEMO_LABEL_PREFIX
-            )
-            .delete()[1]
-            .get(WatchedProduct._meta.label, 0)
+        # The demo's own rows, by their mark: a real row with a demo-like label or id stays.
+        demo_products = WatchedProduct.objects.filter(demo=True)
+        product_ids = set(demo_products.values_list("product_id", flat=True))
+        removed[_plural(WatchedProduct)] = demo_products.delete()[1].get(
+            WatchedProduct._meta.label, 0
         )
-        removed[_plural(Variant)] = Variant.objects.filter(
-            inventory_item_id__in=DEMO_ITEM_IDS, product__product_id__in=DEMO_PRODUCT_IDS
+        still_watched = set(WatchedProduct.objects.values_list("product_id", flat=True))
+        gone = product_ids - still_watched
+        items = set(
+            Variant.objects.filter(product__product_id__in=gone).values_list(
+                "inventory_item_id", flat=True
+            )
+        )
+        removed[_plural(StockLevel)] = StockLevel.objects.filter(
+            inventory_item_id__in=items
         ).delete()[0]
-        removed[_plural(Product)] = Product.objects.filter(
-            product_id__in=DEMO_PRODUCT_IDS, title__startswith=DEMO_LABEL_PREFIX
-        ).delete()[0]
-        removed[_plural(AdGroup)] = AdGroup.objects.filter(
-            customer_id=DEMO_CUSTOMER_ID,
-            ad_group_id__in=DEMO_AD_GROUP_IDS,
-            watched_products__isnull=True,
-        ).delete()[0]
+        removed[_plural(Variant)] = Variant.objects.filter(inventory_item_id__in=items).delete()[0]
+        removed[_plural(Product)] = Product.objects.filter(product_id__in=gone).delete()[0]
+        removed[_plural(AdGroup)] = demo_groups.filter(watched_products__isnull=True).delete()[0]
     return +removed
 
 
