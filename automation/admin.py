@@ -21,7 +21,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import inbox, promotions, scheduling, shopify_access
+from . import ads, inbox, promotions, scheduling, shopify_access
 from .exceptions import InvalidPayload
 from .forms import PromotionForm
 from .models import (
@@ -291,15 +291,24 @@ def _dry_run(text: str, done: apply.Settled) -> str:
     return text
 
 
-def _ads_failed(done: apply.Settled) -> tuple[int, str]:
+def _ads_failed(done: apply.Settled, name: str) -> tuple[int, str]:
     return (
         messages.WARNING,
         _(
-            "Google Ads did not take the change for %(group)s: %(error)s The change is saved; "
-            "the next stock update or the nightly reconciliation sets the ad group again."
+            "Google Ads did not take the change for ad group %(group)s: %(error)s The change is "
+            "saved; the next stock update or the nightly reconciliation sets the ad group again."
         )
-        % {"group": done.name, "error": probes.explain(done.error)},
+        % {"group": name, "error": probes.explain(done.error)},
     )
+
+
+def _names(keys) -> dict[tuple[str, str], str]:
+    """What a message calls each ad group: its name, else its id ("Ad group 555 paused")."""
+    keys = set(keys)
+    found = AdGroup.objects.filter(ad_group_id__in={key[1] for key in keys}).only(
+        "customer_id", "ad_group_id", "name"
+    )
+    return {g.key: g.name or g.ad_group_id for g in found if g.key in keys}
 
 
 def describe(product: WatchedProduct, settled: list[apply.Settled]) -> list[tuple[int, str]]:
@@ -321,26 +330,31 @@ def settled_messages(
     """One message per ad group settled: what it does now and why."""
     said = []
     unknown = product is not None and product.reason.get("code") in ("stock_unknown", "no_variants")
+    names = _names([done.key for done in settled])
     for done in settled:
-        values = {"label": done.label, "group": done.name, "reason": done.reason}
+        values = {
+            "label": done.label,
+            "group": names.get(done.key, done.key[1]),
+            "reason": done.reason,
+        }
         if product is not None:
             values["label"] = product.label
         if done.error is not None:
-            said.append(_ads_failed(done))
+            said.append(_ads_failed(done, values["group"]))
             continue
         if done.result == apply.MISSING:
-            text = _("%(group)s is missing in Google Ads: skipped.")
+            text = _("Ad group %(group)s is missing in Google Ads: skipped.")
         elif done.status is None and unknown:
             text = _(
-                "No stock known yet for %(label)s: %(group)s stays as it is until the first "
-                "stock update."
+                "No stock known yet for %(label)s: ad group %(group)s stays as it is until the "
+                "first stock update."
             )
         elif done.status is None:
             text = _("Ad group %(group)s stays as it is: %(reason)s")
         elif done.manual:
-            text = _("%(group)s is held manually; the stock does not change it.")
+            text = _("Ad group %(group)s is held manually; the stock does not change it.")
         elif done.result == AdGroupAction.Result.HELD:
-            text = _("%(group)s: pause held by the safety brake (%(reason)s)")
+            text = _("Ad group %(group)s: pause held by the safety brake (%(reason)s)")
         elif done.status == AdGroupAction.Status.PAUSED:
             text = _("Ad group %(group)s paused: %(reason)s")
         else:
@@ -404,21 +418,25 @@ class ManualControlMixin:
 
     def _apply_manual(self, request, objects, verb: str, reason: str) -> None:
         for group in self.ad_groups_of(objects):
-            if verb == "release":
-                done = manual.release_manual(group, request.user)
-            else:
-                done = manual.set_manual(group, MANUAL_VERBS[verb], reason, request.user)
-            values = {"group": group, "reason": reason or done.reason}
+            with ads.on_a_page():
+                if verb == "release":
+                    done = manual.release_manual(group, request.user)
+                else:
+                    done = manual.set_manual(group, MANUAL_VERBS[verb], reason, request.user)
+            values = {"group": group.name or group.ad_group_id, "reason": reason or done.reason}
             if done.error is not None:
-                level, text = _ads_failed(done)
+                level, text = _ads_failed(done, values["group"])
             elif done.result == apply.MISSING:
-                level, text = messages.WARNING, _("%(group)s is missing in Google Ads: skipped.")
+                level, text = (
+                    messages.WARNING,
+                    _("Ad group %(group)s is missing in Google Ads: skipped."),
+                )
             elif verb == "pause":
                 level, text = messages.SUCCESS, _("Ad group %(group)s paused manually: %(reason)s")
             elif verb == "enable":
                 level, text = messages.SUCCESS, _("Ad group %(group)s enabled manually: %(reason)s")
             elif done.status is None:
-                level, text = messages.INFO, _("Manual control released for %(group)s.")
+                level, text = messages.INFO, _("Manual control released for ad group %(group)s.")
             elif done.status == AdGroupAction.Status.PAUSED:
                 level, text = messages.SUCCESS, _("Ad group %(group)s paused: %(reason)s")
             else:
@@ -613,7 +631,8 @@ class WatchedProductAdmin(ManualControlMixin, admin.ModelAdmin):
         transaction.on_commit(lambda: self._decide_again(request, obj, before))
 
     def _decide_again(self, request: HttpRequest, obj: WatchedProduct, before: set) -> None:
-        settled = apply.redecide([obj.pk], source=AdGroupAction.Source.ADMIN, also=before)
+        with ads.on_a_page():
+            settled = apply.redecide([obj.pk], source=AdGroupAction.Source.ADMIN, also=before)
         obj.refresh_from_db()
         for level, text in describe(obj, settled):
             self.message_user(request, text, level)
@@ -727,7 +746,8 @@ class LocationAdmin(admin.ModelAdmin):
             transaction.on_commit(lambda: self._decide_again(request, obj))
 
     def _decide_again(self, request: HttpRequest, obj: Location) -> None:
-        settled = apply.redecide_counting(obj.location_id)
+        with ads.on_a_page():
+            settled = apply.redecide_counting(obj.location_id)
         text = (
             _("Stock at %(location)s counts now.")
             if obj.counted
@@ -1064,7 +1084,8 @@ class HeldChangeAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest, queryset: QuerySet[HeldChange], how: str) -> None:
         if how == "apply":
-            decided = held_changes.apply(queryset, request.user)
+            with ads.on_a_page():
+                decided = held_changes.apply(queryset, request.user)
             message = _(
                 "Applied %(count)d held changes: each ad group got the status its stock says now."
             )

@@ -317,6 +317,36 @@ def test_a_save_while_shopify_hangs_is_kept_within_the_deadline(admin_client, ha
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_save_while_google_ads_is_slow_ends_within_the_deadline(
+    admin_client, google_ads, settings
+):
+    # Given a live backend whose Google answers late, and a page deadline of half a second
+    settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
+    google_ads.slow_seconds = 5
+    google_ads.script([], default="slow")
+    product = watched(("555", "556"))
+    store(KLEIN, 0)
+    store(GROSS, 3)
+    url = reverse("admin:automation_watchedproduct_change", args=[product.pk])
+    # When the merchant raises "pause at" to the stock
+    started = time.monotonic()
+    response = admin_client.post(
+        url, form(pause_at="3", ad_groups=[ref("555"), ref("556")]), follow=True, **EN
+    )
+    # Then the page answers within a deadline per ad group, not a job's minutes of retries
+    assert time.monotonic() - started < 3.0
+    product.refresh_from_db()
+    assert product.pause_at == 3  # the save stands
+    assert set(AdGroupAction.objects.values_list("result", flat=True)) == {"failed"}
+    warnings = [str(m) for m in get_messages(response.wsgi_request) if m.level_tag == "warning"]
+    assert [w.split(":")[0] for w in warnings] == [
+        "Google Ads did not take the change for ad group Winterzauber Suche",
+        "Google Ads did not take the change for ad group Winterzauber Display",
+    ]
+    assert all("Google Ads cannot be reached right now" in w for w in warnings)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_several_ad_groups_by_name_keep_their_name_and_campaign(admin_client, shop):
     store(GROSS, 12)
     response = admin_client.post(ADD, form(ad_groups=[ref("555"), ref("556")]), follow=True, **EN)
