@@ -542,6 +542,12 @@ class WatchedProductAdmin(ManualControlMixin, admin.ModelAdmin):
         keys = {group.key for product in objects for group in product.ad_groups.all()}
         return apply.ad_group_rows(keys)
 
+    def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        held = obj is not None and any(group.manual_status for group in obj.ad_groups.all())
+        extra = {"any_manual": held, **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra)
+
     @admin.display(description=_("product"), ordering="product_id")
     def product(self, obj: WatchedProduct) -> str:
         title = getattr(obj, "product_title", None) or (
