@@ -7,8 +7,6 @@ Real PostgreSQL and Redis; the shop and the Ads account are the local stand-ins
 """
 
 import re
-import socket
-import threading
 import time
 from datetime import UTC, datetime
 
@@ -32,6 +30,7 @@ from automation.models import (
 from automation.sources.shopify_inventory import LevelUpdate
 from automation.stock import apply, levels
 from tests.support import winterzauber
+from tests.support.hanging import hanging_server
 from tests.support.watching import variant, watch
 from tests.support.winterzauber import (
     CUSTOMER,
@@ -76,31 +75,12 @@ def no_connections(settings):
 
 @pytest.fixture
 def hanging_shopify(settings):
-    """A "Shopify" that accepts connections and never answers, on 127.0.0.1."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    held, stop = [], threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    settings.SHOPIFY_ADMIN_URL = f"http://127.0.0.1:{server.getsockname()[1]}"
-    settings.SHOPIFY_ADMIN_TOKEN = "shpat_hanging"
-    settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
-    yield held
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
+    """A "Shopify" that never answers, and a page deadline of half a second."""
+    with hanging_server() as (url, held):
+        settings.SHOPIFY_ADMIN_URL = url
+        settings.SHOPIFY_ADMIN_TOKEN = "shpat_hanging"
+        settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
+        yield held
 
 
 def texts(response) -> list[str]:
