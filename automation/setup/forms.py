@@ -586,6 +586,11 @@ class AdGroupForm(forms.ModelForm):
             "clicks_per_day",
             "cost_per_click",
         ]
+        # The model has none for these two (adding them there would need a migration).
+        help_texts = {
+            "name": _("The ad group's name in Google Ads, as the picker found it."),
+            "campaign_name": _("The name of its campaign in Google Ads."),
+        }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
