@@ -742,6 +742,9 @@ class LocationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # Shopify's: the nightly run lists them; a deleted row would count again
+
     @admin.display(description=_("counts now"), boolean=True)
     def counted_now(self, obj: Location) -> bool:
         return obj.counted
