@@ -542,6 +542,10 @@ class WatchedProductAdmin(ManualControlMixin, admin.ModelAdmin):
         keys = {group.key for product in objects for group in product.ad_groups.all()}
         return apply.ad_group_rows(keys)
 
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        # A product not saved yet has no status to show.
+        return self.fieldsets if obj is not None else self.fieldsets[:2]
+
     def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
         obj = self.get_object(request, object_id)
         held = obj is not None and any(group.manual_status for group in obj.ad_groups.all())
