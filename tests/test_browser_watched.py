@@ -13,9 +13,11 @@ from django.utils import formats, timezone, translation
 from django.utils.translation import gettext
 
 from automation.admin import STATUS_SINCE_FORMAT
-from automation.models import AdGroup, AdGroupAction, Location
+from automation.models import AdGroup, AdGroupAction, Location, WatchedProduct
 from automation.sources.shopify_inventory import LevelUpdate
 from automation.stock import apply, levels
+from tests.shopify_standin import Variant
+from tests.support import winterzauber
 from tests.support.watching import variant, watch
 from tests.test_browser import SCREENSHOTS, browser, pytestmark  # noqa: F401 (fixture, marks)
 
@@ -163,3 +165,49 @@ def test_every_list_and_the_product_page_fit_1366_px(
     assert page.evaluate(FITS)
     assert "klein" in page.locator(".variant-choice").inner_text()
     page.screenshot(path=str(SCREENSHOTS / "watched-product-page-1366.png"), full_page=True)
+
+
+def test_ticking_one_size_saves_only_that_variant_and_names_stay_text(
+    browser,  # noqa: F811
+    live_server,
+    django_user_model,
+    httpserver,
+    settings,
+):
+    # Given the shop, with a product whose title would be markup if put in as HTML
+    shop = winterzauber.shop(httpserver, settings)
+    shop.add_product(
+        7099, '<img src=x onerror="window.hacked=1">', Variant(44099, 808950899, sku="EVIL-1")
+    )
+    django_user_model.objects.create_superuser("inhaberin", "inhaberin@elbkerzen.example", PASSWORD)
+    page = browser.new_page(locale="de-DE", viewport={"width": 1366, "height": 900})
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/admin/automation/watchedproduct/add/")
+    # A hostile title is shown as text, never run
+    page.fill("#id_product_id_search", "EVIL")
+    hostile = page.wait_for_selector(".setup-picker-choice")
+    assert '<img src=x onerror="window.hacked=1">' in hostile.inner_text()
+    assert page.evaluate("window.hacked === undefined")
+    # When the merchant picks Winterzauber and ticks only "groß"
+    page.fill("#id_product_id_search", "Winterz")
+    page.click(".setup-picker-choice:has-text('Winterzauber')")
+    page.check(f"#id_variants input[value='{winterzauber.GROSS}']")
+    assert not page.is_checked("#id_variants_all")  # a size ticked: no longer all
+    page.fill("#id_ad_groups_account", "123-456-7890")
+    page.fill("#id_ad_groups_ids", "555")
+    page.click("input[name='_save']")
+    page.wait_for_selector(".messagelist")
+    # Then the subset is saved, and the product's page shows it ticked
+    product = WatchedProduct.objects.get()
+    assert [v.inventory_item_id for v in product.variants.all()] == [winterzauber.GROSS]
+    page.goto(f"{live_server.url}/admin/automation/watchedproduct/{product.pk}/change/")
+    assert page.is_checked(f"#id_variants input[value='{winterzauber.GROSS}']")
+    assert not page.is_checked(f"#id_variants input[value='{winterzauber.KLEIN}']")
+    # Ticking "alle Varianten" again unticks the sizes
+    page.check("#id_variants_all")
+    assert not page.is_checked(f"#id_variants input[value='{winterzauber.GROSS}']")
+    # A product id typed by hand: the other product's sizes are gone, all variants count
+    page.fill("#id_product_id", "7002")
+    assert page.locator("#id_variants .variant-list li").count() == 0
+    assert "nach dem Speichern" in page.locator("#id_variants .variant-hint").inner_text()
+    httpserver.check_handler_errors()
