@@ -1063,7 +1063,7 @@ class HeldChangeAdmin(ReadOnlyAdmin):
     change_list_template = "admin/automation/heldchange/change_list.html"
     list_display = (
         "held_at",
-        "ad_group_id",
+        "ad_group",
         "desired_status",
         "reason",
         "resolution",
@@ -1075,6 +1075,20 @@ class HeldChangeAdmin(ReadOnlyAdmin):
     search_fields = ("ad_group_id", "reason")
     list_select_related = ("resolved_by",)
     actions = ["apply_selected", "discard_selected"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[HeldChange]:
+        group = AdGroup.objects.filter(
+            customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
+        )
+        return (
+            super().get_queryset(request).annotate(ad_group_name=Subquery(group.values("name")[:1]))
+        )
+
+    @admin.display(description=_("ad group"), ordering="ad_group_id")
+    def ad_group(self, obj: HeldChange) -> str:
+        """The ad group by its name (from the same query), with its id."""
+        name = getattr(obj, "ad_group_name", "")
+        return f"{name} ({obj.ad_group_id})" if name else obj.ad_group_id
 
     def get_urls(self):
         own = [

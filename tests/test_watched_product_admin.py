@@ -653,3 +653,21 @@ def test_the_location_list_says_whether_stock_counts(admin_client):
     html = admin_client.get("/admin/automation/location/", **DE).content.decode()
     assert "wie Shopify sagt" in html
     assert re.search(r'<td class="field-counted_now"><img src="[^"]*icon-no', html)
+
+
+def test_the_held_changes_name_their_ad_group(admin_client):
+    watched(("555",))
+    episode = BrakeEpisode.objects.create(started_at=timezone.now(), reason="–")
+    for ad_group_id in ("555", "999"):  # 999: no row of ours (a held change outlives it)
+        HeldChange.objects.create(
+            episode=episode,
+            customer_id=CUSTOMER,
+            ad_group_id=ad_group_id,
+            desired_status="PAUSED",
+            reason="Winterzauber: 0 available ≤ 0",
+            source="webhook",
+            held_at=timezone.now(),
+        )
+    html = admin_client.get("/admin/automation/heldchange/", **EN).content.decode()
+    assert '<td class="field-ad_group">Winterzauber Suche (555)</td>' in html
+    assert '<td class="field-ad_group">999</td>' in html
