@@ -16,11 +16,11 @@ form's media; they put the pickers' JSON into the page with textContent only.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode
 
 from django import forms
 from django.conf import settings
@@ -248,15 +248,15 @@ class AdGroupRef:
         return (self.customer_id, self.ad_group_id)
 
     def value(self) -> str:
-        """What the checkbox posts: the ref as JSON."""
-        return json.dumps(
+        """What the checkbox posts: the ref as a query string (the picker's script writes the
+        same with URLSearchParams)."""
+        return urlencode(
             {
                 "customer_id": self.customer_id,
                 "ad_group_id": self.ad_group_id,
                 "name": self.name,
                 "campaign_name": self.campaign_name,
-            },
-            ensure_ascii=False,
+            }
         )
 
     @classmethod
@@ -268,18 +268,14 @@ NAME_LENGTH = AdGroup._meta.get_field("name").max_length
 
 
 def parse_ref(raw: str) -> AdGroupRef:
-    """A posted ad group: the picker's JSON, or `customer id:ad group id`."""
+    """A posted ad group: `customer_id=…&ad_group_id=…&name=…&campaign_name=…` (a chosen one),
+    or `customer id:ad group id`."""
     raw = str(raw).strip()
-    if raw.startswith("{"):
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise ValidationError(_("Unreadable ad group: %(value)s"), params={"value": raw[:80]})
-        customer, ad_group = str(data.get("customer_id", "")), str(data.get("ad_group_id", ""))
-        name = str(data.get("name") or "")[:NAME_LENGTH]
-        campaign = str(data.get("campaign_name") or "")[:NAME_LENGTH]
+    if "=" in raw:
+        data = dict(parse_qsl(raw))
+        customer, ad_group = data.get("customer_id", ""), data.get("ad_group_id", "")
+        name = data.get("name", "")[:NAME_LENGTH]
+        campaign = data.get("campaign_name", "")[:NAME_LENGTH]
     else:
         customer, _sep, ad_group = raw.rpartition(":")
         name = campaign = ""

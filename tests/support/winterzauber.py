@@ -5,7 +5,7 @@ stock) at Lager Hamburg, an archived Sommerwiese, and the locations. In the Goog
 stand-in: the account's ad groups by campaign.
 """
 
-import json
+from urllib.parse import urlencode
 
 from tests.shopify_standin import TOKEN, ShopifyStandIn, Variant
 
@@ -58,7 +58,7 @@ def account(google_ads, settings):
 def ref(ad_group_id: str) -> str:
     """What the form posts for an ad group the picker found (as the page's script does)."""
     name, campaign, _status = AD_GROUPS[ad_group_id]
-    return json.dumps(
+    return urlencode(
         {
             "customer_id": CUSTOMER,
             "ad_group_id": ad_group_id,

@@ -52,20 +52,22 @@
 
   /* --- the ad groups --------------------------------------------------------------------- */
 
+  function refKey(value) {
+    /* A chosen ad group's checkbox value: "customer_id=…&ad_group_id=…&…", or "customer:id". */
+    if (value.indexOf("=") < 0) { return value; }
+    var ref = new URLSearchParams(value);
+    return ref.get("customer_id") + ":" + ref.get("ad_group_id");
+  }
+
   function addAdGroup(picker, item) {
     var list = document.getElementById(picker.dataset.list), ref = item.ref || {};
-    var key = ref.customer_id + ":" + ref.ad_group_id, found = null;
+    var value = new URLSearchParams(ref).toString(), found = null;
     list.querySelectorAll("input[type=checkbox]").forEach(function (input) {
-      try {
-        var known = JSON.parse(input.value);
-        if (known.customer_id + ":" + known.ad_group_id === key) { found = input; }
-      } catch (err) {
-        if (input.value === key) { found = input; }
-      }
+      if (refKey(input.value) === refKey(value)) { found = input; }
     });
     if (found) { found.checked = true; return; }
     var li = element("li"), label = element("label");
-    label.appendChild(checkbox(picker.dataset.name, JSON.stringify(ref), true));
+    label.appendChild(checkbox(picker.dataset.name, value, true));
     label.appendChild(document.createTextNode(" "));
     label.appendChild(element("span", "", item.label));
     label.appendChild(document.createTextNode(" "));
