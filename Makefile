@@ -36,6 +36,7 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python -m tests.support.shopify_schema
 	$(BIN)/pytest
 
 # A replayable shop day with faults, checked against the truth (docs/ARCHITECTURE.md). ARGS="--seed 7 ..."

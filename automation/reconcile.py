@@ -241,7 +241,7 @@ def _apply_item(
         for lvl in ordered
     ]
     with transaction.atomic():
-        products = apply.lock_products(facts.watching([item_id]))
+        products = apply.lock_watching([item_id])
         gone = levels.remove_unreported(item_id, reported, read_at)
         written = levels.store_levels(updates) if updates else []
         if not products or not (gone or any(written)):

@@ -26,8 +26,8 @@ TABLES = (
     "automation_adgroupaction",
     "automation_stocklevel",
     "automation_delivery",
-    # Issue 17: the confirmed status per ad group and the safety brake's state, so every run
-    # starts from "unknown" (the first status is sent) with no brake episode open.
+    # The confirmed status per ad group and the safety brake's state, so every run starts
+    # from "unknown" (the first status is sent) with no brake episode open.
     "automation_adgroupstate",
     "automation_heldchange",
     "automation_brakeepisode",
@@ -90,7 +90,7 @@ def setup_django() -> None:
 
 
 def reset_tables() -> None:
-    """Empty what the intake and the jobs write; watched items and settings stay.
+    """Empty what the intake and the jobs write; watched products and settings stay.
 
     A CHECKPOINT follows, so every run starts from the same flushed state: the emptied files'
     removal and the last run's dirty pages are written now, not by a checkpoint that lands in

@@ -1,7 +1,7 @@
 """Each hand-written hot-path statement against its ORM form: does it still pay?
 
-Why: issue 15 keeps a written-out statement only where correctness needs it or a measurement
-shows it pays. Timings move with the machine's load, instruction counts do not, so each case
+Why: a written-out statement is kept only where correctness needs it or a measurement shows
+it pays. Timings move with the machine's load, instruction counts do not, so each case
 runs its hand-written form (`written`) and its ORM form (`orm`) in one process under valgrind's
 callgrind, counting between markers: the client's instructions (this process) and, with
 `--server-callgrind`, the PostgreSQL backend's (a server run under callgrind, as for
@@ -12,13 +12,14 @@ Cases (each operation as the job or the intake runs it):
 - `claim`: inbox.claim() (UPDATE … RETURNING, the row turned into a Delivery by rows.load)
   against the same statement through `Delivery.objects.raw()`;
 - `finish`: inbox._finish() against `Delivery.objects.filter(pk=…).update(…)`;
-- `lock_watched`: inventory.lock_watched() against `select_for_update().values_list()`;
-- `store_level`: the stale guard's upsert RETURNING the item's total, against the same upsert
-  followed by `total_available()` (the ORM's SUM);
 - `insert_action`: rows.insert(AdGroupAction) against `AdGroupAction.objects.create()`;
 - `insert_delivery`: rows.insert(Delivery) as the intake calls it, against `objects.create()`;
 - `execute`: the outcome's UPDATE through rows.execute() (psycopg's cursor, prepared) against
   Django's cursor (client-side binding, never prepared).
+
+The stale guard's upsert (stock.levels) has no ORM form: the ORM has no conditional upsert,
+and it returns only whether it wrote; the watched products are locked through the ORM
+(stock.apply.lock_products). Neither has a case.
 
 Run from the project root: `python bench/handwritten.py [--instructions] [--iterations N]`.
 It uses bench/worker.py's database and Redis DB (or DATABASE_URL), and empties the tables.
@@ -26,7 +27,6 @@ It uses bench/worker.py's database and Redis DB (or DATABASE_URL), and empties t
 
 import argparse
 import functools
-import itertools
 import os
 import statistics
 import sys
@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 WARM_UP = 20  # iterations before counting: psycopg prepares a statement on its 5th run
 VARIANTS = ("written", "orm")
-ITEM_ID = 808950810
 NOTE = "total available 3"
 
 
@@ -118,97 +117,8 @@ def _finish_orm(rows: list[Any], i: int) -> Any:
     from automation.models import Delivery
 
     return Delivery.objects.filter(pk=rows[i].pk).update(
-        status="done", last_error=inbox.storable(NOTE), processed_at=timezone.now()
+        status="done", result=inbox.storable(NOTE), last_error="", processed_at=timezone.now()
     )
-
-
-def _watched(n: int) -> None:
-    from automation.models import WatchedItem
-    from bench.worker import AD_GROUP_ID, CUSTOMER_ID
-
-    WatchedItem.objects.update_or_create(
-        inventory_item_id=ITEM_ID,
-        ad_group_id=AD_GROUP_ID,
-        defaults={"customer_id": CUSTOMER_ID, "label": "Winterzauber", "pause_at": 0},
-    )
-
-
-def _lock_written(state: None, i: int) -> Any:
-    from django.db import transaction
-
-    from automation import inventory
-
-    with transaction.atomic():
-        return inventory.lock_watched(ITEM_ID)
-
-
-def _lock_orm(state: None, i: int) -> Any:
-    from django.db import transaction
-
-    from automation import inventory
-    from automation.models import WatchedItem
-
-    with transaction.atomic():
-        found = (
-            WatchedItem.objects.select_for_update()
-            .filter(inventory_item_id=ITEM_ID, enabled=True)
-            .order_by("id")
-            .values_list(*inventory.Watched._fields)
-        )
-        return [inventory.Watched(*row) for row in found]
-
-
-def _levels(n: int) -> Callable[[int], Any]:
-    from automation.sources.shopify_inventory import LevelUpdate
-
-    start = datetime(2026, 11, 26, 16, 10, tzinfo=UTC)
-    counter = itertools.count()
-
-    def update(i: int) -> Any:  # every call newer than the last: each passes the guard
-        return LevelUpdate(
-            ITEM_ID, 24826418 + i % 3, i % 7, start + timedelta(seconds=next(counter))
-        )
-
-    return update
-
-
-def _store_written(update: Callable[[int], Any], i: int) -> Any:
-    from django.db import transaction
-
-    from automation import inventory
-
-    with transaction.atomic():
-        return inventory.store_level(update(i))
-
-
-def _store_orm(update: Callable[[int], Any], i: int) -> Any:
-    from django.db import connection, transaction
-    from django.utils import timezone
-
-    from automation import inventory, rows
-
-    level = update(i)
-    adapt = connection.ops.adapt_datetimefield_value
-    with transaction.atomic():
-        written = rows.execute(
-            _upsert_without_total(),
-            [
-                level.inventory_item_id,
-                level.location_id,
-                level.available,
-                adapt(level.updated_at),
-                adapt(timezone.now()),
-            ],
-        )
-        return inventory.total_available(level.inventory_item_id) if written else None
-
-
-def _upsert_without_total() -> str:
-    """The stale guard's upsert (needed for correctness) returning only whether it wrote."""
-    from automation import inventory
-
-    sql = inventory._store_level_sql()
-    return sql[: sql.index("RETURNING")] + "RETURNING 1"
 
 
 def _action_fields(delivery: Any) -> dict[str, Any]:
@@ -272,11 +182,12 @@ def _insert_delivery_orm(state: None, i: int) -> Any:
 
 
 def _execute_params(rows: list[Any], i: int) -> list[Any]:
-    from django.db import connection
     from django.utils import timezone
 
-    adapt = connection.ops.adapt_datetimefield_value
-    return ["done", NOTE, adapt(timezone.now()), rows[i].pk]
+    from automation import inbox
+    from automation.handling import Outcome
+
+    return inbox._finish_params(rows[i], Outcome("done", NOTE), timezone.now())
 
 
 def _execute_written(rows: list[Any], i: int) -> Any:
@@ -298,8 +209,6 @@ def _execute_orm(rows: list[Any], i: int) -> Any:
 CASES = [
     Case("claim", lambda n: _deliveries(n, "received"), _claim_written, _claim_orm),
     Case("finish", lambda n: _deliveries(n, "processing"), _finish_written, _finish_orm),
-    Case("lock_watched", _watched, _lock_written, _lock_orm),
-    Case("store_level", _levels, _store_written, _store_orm),
     Case(
         "insert_action",
         lambda n: _deliveries(n, "done"),
@@ -329,9 +238,9 @@ def setup() -> None:
 
 
 def reset() -> None:
-    from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
+    from automation.models import AdGroupAction, Delivery
 
-    for model in (AdGroupAction, StockLevel, Delivery, WatchedItem):
+    for model in (AdGroupAction, Delivery):
         model.objects.all().delete()
 
 

@@ -27,7 +27,7 @@ WORKERS = 2
 TARGET_RATE = 20
 TARGET_P99_MS = 250.0
 STEADY_P99_MS = 1000.0
-ITEMS = 200  # distinct watched items: deliveries for one item take turns on its row lock
+ITEMS = 200  # distinct watched products: deliveries for one take turns on its row lock
 FIRST_ITEM = 271878346596000000
 LOCATIONS = (24826418, 24826419, 24826420)
 CUSTOMER_ID = "1234567890"
@@ -106,21 +106,16 @@ class ReactionResult:
 
 
 def watch_items() -> list[int]:
-    """Replace the watched items with ITEMS bench items, one ad group each."""
-    from automation.models import WatchedItem
+    """Replace the watched products with ITEMS bench products, each counting one inventory
+    item and controlling one ad group; the inventory items."""
+    from automation.models import AdGroup, WatchedProduct
+    from tests.support.watching import watch
 
-    WatchedItem.objects.all().delete()
+    WatchedProduct.objects.all().delete()
+    AdGroup.objects.all().delete()
     ids = [FIRST_ITEM + n for n in range(ITEMS)]
-    WatchedItem.objects.bulk_create(
-        WatchedItem(
-            inventory_item_id=item,
-            label=f"bench item {n}",
-            ad_group_id=str(900000 + n),
-            customer_id=CUSTOMER_ID,
-            pause_at=0,
-        )
-        for n, item in enumerate(ids)
-    )
+    for n, item in enumerate(ids):
+        watch(item, str(900000 + n), label=f"bench item {n}", customer_id=CUSTOMER_ID)
     return ids
 
 
@@ -221,8 +216,8 @@ def reactions(tag: str, skip: int) -> tuple[list[float], int]:
     """Seconds from triggered_at to the reaction per delivery (after the warm-up), and stale.
 
     The reaction is the first Ads call the delivery made. A delivery that needed none is done
-    when its outcome is recorded: the status Google Ads already has (issue 17: sent only on
-    change), or the one set in the same transaction with the last level of its batch (a
+    when its outcome is recorded: the status Google Ads already has (sent only on change),
+    or the one set in the same transaction with the last level of its batch (a
     backlog worked off in one job). A delivery neither stale nor done is missing.
     """
     from django.db.models import Min

@@ -1,12 +1,13 @@
 """The mass sell-out burst: after the day, every watched item reports zero within seconds.
 
-A bad CSV import as the safety brake must catch it: first every item (except the broken one)
-is restocked, so every ad group is enabled; then each location of each item reports zero, all
-within a second or two. The brake must let the allowed pauses through, hold the rest (nothing
-lost: every delivery ends done) and send exactly one alert; applying all held changes then
-pauses what the stock says. The day's 10-minute window would span the whole compressed day, so
-the brake is off during the day and on, with a one-minute window, for the burst; the burst
-waits until the day's last pause has left that window.
+A bad CSV import as the safety brake must catch it: first every item is restocked, so every ad
+group is enabled (the one removed in Google Ads stays skipped, neither sent nor held); then each
+location of each item reports zero, all within a second or two. The brake must let the allowed
+pauses through, hold the rest (nothing lost: every delivery ends done) and send exactly one
+alert; applying all held changes then pauses what the stock says. The day's 10-minute window
+would span the whole compressed day, so the brake is off during the day and on, with a
+one-minute window, for the burst; the burst waits until the day's last pause has left that
+window.
 """
 
 from __future__ import annotations
@@ -109,13 +110,14 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     """Restock, wait for the window, burst, count, apply all; see the module docstring."""
     from django.test.utils import override_settings
 
-    from automation import ads, held_changes
+    from automation import ads
     from automation.models import BrakeSettings, Delivery, HeldChange
+    from automation.stock import brake, held_changes
     from tests.ads_standin import make_test_client
 
-    # The broken ad group's item stays out: its pause would fail for good and stay held.
-    items = sorted({g.item for g in scenario.watched} - {scenario.broken.item})
-    ad_groups = [g.ad_group_id for g in scenario.watched if g.item in items]
+    # Every item, the removed ad group's too: it is skipped, so it is neither paused nor held.
+    items = sorted({g.item for g in scenario.watched})
+    ad_groups = [g.ad_group_id for g in scenario.watched if not g.broken]
     end = time.time() - t0 + 3600  # later than every level of the day
     _send_all(harness.base_url, _levels(items, scenario.locations[:1], 1000, end), t0)
     observe.wait_until_idle(redis, settle_timeout)
@@ -124,7 +126,7 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
         configure_brake(True)
         allowed = min(
             len(ad_groups),
-            BrakeSettings.load().allowed_pauses(ads.watched_ad_groups()),
+            BrakeSettings.load().allowed_pauses(brake.watched_ad_groups()),
         )
     calls_before = harness.ads.applied_calls
     mails_before = len(harness.mail.snapshot())
@@ -148,7 +150,8 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
         finally:
             ads.google_client = original
         open_after = HeldChange.objects.filter(resolution="open").count()
-    wrong = sum(harness.ads.final.get(ad_group) != "PAUSED" for ad_group in ad_groups)
+    google = harness.ads.real_statuses()
+    wrong = sum(google.get(ad_group) != "PAUSED" for ad_group in ad_groups)
     return BurstFacts(
         items=len(items),
         ad_groups=len(ad_groups),

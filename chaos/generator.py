@@ -25,7 +25,7 @@ ORDER_MARGIN = 6.0  # an order "before the reminder" reaches us at least this lo
 
 @dataclass(frozen=True)
 class WatchedAdGroup:
-    """A watched item's ad group and its pause threshold."""
+    """A watched item's ad group and its pause threshold; `broken`: removed in Google Ads."""
 
     item: int
     ad_group_id: str
@@ -198,7 +198,8 @@ def _key(rng: random.Random) -> str:
 
 
 def _watched_ad_groups(rng: random.Random, items: int) -> list[WatchedAdGroup]:
-    """One ad group per item, a low-stock second one for some; the last item's second breaks."""
+    """One ad group per item, a low-stock second one for some; the last item's second one was
+    removed in Google Ads."""
     groups: list[WatchedAdGroup] = []
     ad_group_ids = iter(range(shop.FIRST_AD_GROUP_ID, shop.FIRST_AD_GROUP_ID + 10 * items))
     for n in range(items):
@@ -405,8 +406,9 @@ def _with_faults(
 ) -> list[Send]:
     """Drop, duplicate (some concurrently), hold back until the end, and jitter within a window.
 
-    The broken ad group's one level change is never dropped or held back, and always sent twice
-    at once: its delivery must go dead with exactly one alert however often it arrives.
+    The removed ad group's one level change is never dropped or held back, and always sent
+    twice at once: however often it arrives, the ad group is marked missing with exactly one
+    alert, and the delivery ends done (its item's other ad group set).
     """
     jitter: dict[int, float] = {}
     late_at = params.duration + 1.0

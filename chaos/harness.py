@@ -28,7 +28,7 @@ import requests
 from redis import Redis
 
 from . import burst, observe, payloads, shop
-from .generator import Scenario
+from .generator import Scenario, WatchedAdGroup
 from .params import Params
 from .processes import ROOT, ChaosDatabase, PrivateRedis, Supervisor
 from .standins import SHOPIFY_TOKEN, ChaosAds, MailSink, free_port, shopify_admin
@@ -110,7 +110,7 @@ class Harness:
         self._stack.callback(self.mail.stop)
         self._stack.enter_context(self.ads)
         self._cert = os.environ.get("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "")
-        self.ads.always(shop.BROKEN_AD_GROUP_ID, "permanent")
+        self._seed_google_ads()
         self.shopify = self._stack.enter_context(shopify_admin())
         self.database.create()
         self.redis_server.start()
@@ -203,9 +203,23 @@ class Harness:
             "PYTHONUNBUFFERED": "1",
         }
 
+    def _seed_google_ads(self) -> None:
+        """The account as the day finds it: every ad group running, the deleted one removed.
+
+        Google Ads answers a status read for each ad group it has: one it does not answer
+        for is unknown to the account, and the nightly run (which rqcron starts at boot)
+        would mark it missing.
+        """
+        for group in self.scenario.watched:
+            if not group.broken:
+                self.ads.statuses[group.ad_group_id] = shop.INITIAL_AD_GROUP_STATUS
+        self.ads.statuses[shop.PROMOTION_AD_GROUP_ID] = shop.INITIAL_AD_GROUP_STATUS
+        self.ads.remove_ad_group(shop.BROKEN_AD_GROUP_ID)
+
     def _seed_shop(self) -> None:
-        """The merchant's setup: reminder settings, margin rules, watched items."""
-        from automation.models import MarginRule, ReminderSettings, WatchedItem
+        """The merchant's setup: reminder settings, margin rules, watched products."""
+        from automation.models import MarginRule, ReminderSettings
+        from tests.support.watching import ad_group, watch
 
         ReminderSettings.objects.update_or_create(
             pk=1,
@@ -232,13 +246,19 @@ class Harness:
         # The day is compressed into minutes: the brake's 10-minute window would count all of
         # its sell-outs as one burst. It is off for the day; the burst (chaos/burst.py) turns it on.
         burst.configure_brake(False)
+        # One watched product per item and pause level, counting the item's variant, with
+        # the ad groups of that level (the deleted one shares its product with a live one).
+        products: dict[tuple[int, int], list[WatchedAdGroup]] = {}
         for group in self.scenario.watched:
-            WatchedItem.objects.create(
-                inventory_item_id=group.item,
-                label=group.label,
-                ad_group_id=group.ad_group_id,
+            ad_group(group.ad_group_id, shop.CUSTOMER_ID, name=group.label)
+            products.setdefault((group.item, group.pause_at), []).append(group)
+        for (item, pause_at), groups in products.items():
+            watch(
+                item,
+                [group.ad_group_id for group in groups],
+                label=groups[0].label,
                 customer_id=shop.CUSTOMER_ID,
-                pause_at=group.pause_at,
+                pause_at=pause_at,
             )
 
     def _wait_ready(self, timeout: float = 60.0) -> None:

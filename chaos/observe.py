@@ -151,13 +151,21 @@ class Snapshot:
     promotion: dict
     reconcile_runs: list[dict]
     dead_jobs: int
+    missing: dict[str, str]  # ad group id -> AdGroup.missing, for the ones marked missing
 
 
 def snapshot(redis: Redis) -> Snapshot:
     """Read everything the comparison needs."""
     from django.db.models import Count
 
-    from automation.models import AdGroupAction, Delivery, Promotion, ReconcileRun, ReminderDecision
+    from automation.models import (
+        AdGroup,
+        AdGroupAction,
+        Delivery,
+        Promotion,
+        ReconcileRun,
+        ReminderDecision,
+    )
 
     with db():
         deliveries = list(
@@ -201,6 +209,7 @@ def snapshot(redis: Redis) -> Snapshot:
                 "trigger", "status", "corrections", "errors", "levels_changed"
             )
         )
+        missing = dict(AdGroup.objects.exclude(missing="").values_list("ad_group_id", "missing"))
     return Snapshot(
         deliveries=deliveries,
         statuses=ad_group_statuses(),
@@ -209,6 +218,7 @@ def snapshot(redis: Redis) -> Snapshot:
         promotion=promotion,
         reconcile_runs=runs,
         dead_jobs=redis.zcard("rq:failed:default"),
+        missing=missing,
     )
 
 

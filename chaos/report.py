@@ -7,7 +7,6 @@ A row with an expectation fails the run when the measurement differs from it.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from statistics import median
@@ -19,10 +18,10 @@ from .driver import Record
 from .generator import LevelChange, Scenario
 from .observe import Snapshot
 from .standins import Mail
-from .truth import DEAD, Truth
+from .truth import MISSING, Truth
 
 UNFINISHED = {"received", "processing", "failed"}
-DEAD_ALERT = re.compile(r"Delivery gave up: \S+ \S+ #(\d+)")
+MISSING_ALERT = "[Elbkerzen] Ad group {label}: removed in Google Ads"  # alerts.ad_group_missing
 
 
 @dataclass(frozen=True)
@@ -76,10 +75,11 @@ class Facts:
     """Everything measured during the run, handed to `build`."""
 
     records: dict[str, Record]
-    before: dict[str, str | None]
+    before: dict[str, str | None]  # what Google Ads had once the day had drained
     snapshot: Snapshot
     mails: list[Mail]
-    ads_final: dict[str, str]
+    ads_final: dict[str, str]  # the status the last successful call set
+    ads_statuses: dict[str, str]  # what Google Ads has at the end (calls, or from the start)
     ads_calls: int  # successful calls (retries of failures are failures, not counted)
     ads_changes: int  # of them, those that changed the ad group's status
     ads_injected: Counter
@@ -95,7 +95,7 @@ def _key_of(row: dict) -> str:
     return row["event_id"] if row["source"] == "stripe" else row["webhook_id"]
 
 
-# Ads operations only on change (issue 17): successful calls per status change, at most this.
+# Ads operations only on change: successful calls per status change, at most this.
 CALLS_PER_CHANGE_TARGET = 1.05
 
 
@@ -132,13 +132,7 @@ def _deliveries(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
     answers = Counter(a.status or "none" for a in attempts)
     duplicate_answers = sum(a.answer == "duplicate" for a in attempts)
     counted = sum(row["duplicate_count"] for row in facts.snapshot.deliveries)
-    broken_keys = {
-        s.key
-        for s in scenario.sends
-        if isinstance(s.event, LevelChange) and s.event.item == scenario.broken.item
-    }
     dead = [row for row in facts.snapshot.deliveries if row["status"] == "dead"]
-    dead_other = [row for row in dead if _key_of(row) not in broken_keys]
     for record in lost:
         report.details.append(
             f"lost: {record.send.topic} {record.send.key} answers {record.attempts}"
@@ -147,7 +141,7 @@ def _deliveries(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
         report.details.append(
             f"not stored: {record.send.topic} {record.send.key} {record.attempts}"
         )
-    for row in dead_other:
+    for row in dead:
         report.details.append(f"dead: #{row['id']} {row['topic']}: {row['last_error'][:160]}")
     for row in facts.snapshot.deliveries:
         if row["status"] in UNFINISHED:
@@ -175,7 +169,7 @@ def _deliveries(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
         Row("lost (sent and signed, neither stored nor retryable)", len(lost), 0),
         Row("sent, only retryable answers, never stored", len(unstored), 0),
         Row("unfinished (received / processing / failed)", unfinished, 0),
-        Row("dead, other than the broken ad group's delivery", len(dead_other), 0),
+        Row("dead (the removed ad group's delivery included)", len(dead), 0),
     ]
 
 
@@ -193,14 +187,14 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
     for ad_group_id, expected in sorted(truth.ad_groups.items()):
         if ad_group_id == broken:
             continue
-        measured = snapshot.statuses.get(ad_group_id)
+        measured = facts.ads_statuses.get(ad_group_id)
         if measured != expected:
             wrong.append(ad_group_id)
             report.details.append(f"ad group {ad_group_id}: {measured} (truth {expected})")
     before_wrong = []
     for ad_group_id, expected in sorted(truth.delivered_ad_groups.items()):
         if ad_group_id == broken:
-            continue
+            continue  # removed: its status is Google's REMOVED, whatever the stock
         if facts.before.get(ad_group_id) != expected:
             before_wrong.append(ad_group_id)
             report.details.append(
@@ -217,27 +211,24 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
             f"ad group {ad_group_id}: log says {snapshot.statuses[ad_group_id]}, "
             f"Google Ads stand-in has {facts.ads_final.get(ad_group_id)}"
         )
+    # The removed ad group: marked missing once (by the first call, or the nightly read rqcron
+    # starts at boot), one alert, skipped from then on; its item's delivery ends done.
     actions = snapshot.actions.get(broken, {})
+    applied = actions.get("applied", 0) + actions.get("dry_run", 0)
     broken_item_keys = {
         s.key
         for s in scenario.sends
         if isinstance(s.event, LevelChange) and s.event.item == scenario.broken.item
     }
     broken_rows = [row for row in snapshot.deliveries if _key_of(row) in broken_item_keys]
-    broken_dead = bool(broken_rows) and all(row["status"] == "dead" for row in broken_rows)
-    applied = actions.get("applied", 0) + actions.get("dry_run", 0)
-    broken_status = DEAD if broken_dead and not applied and actions.get("failed") else "not dead"
-    alert_ids = [
-        int(match.group(1))
-        for mail in _alerts(facts.mails)
-        if (match := DEAD_ALERT.search(mail.subject))
-    ]
-    broken_ids = {row["id"] for row in broken_rows}
+    broken_done = sum(row["status"] == "done" for row in broken_rows)
+    missing_alert = MISSING_ALERT.format(label=scenario.broken.label)
+    missing_alerts = sum(mail.subject == missing_alert for mail in _alerts(facts.mails))
     reconcile_alerts = sum("reconciliation" in mail.subject for mail in _alerts(facts.mails))
     other_alerts = [
         mail.subject
         for mail in _alerts(facts.mails)
-        if not DEAD_ALERT.search(mail.subject) and "reconciliation" not in mail.subject
+        if mail.subject != missing_alert and "reconciliation" not in mail.subject
     ]
     report.details += [f"alert: {subject}" for subject in other_alerts]
     runs = [run for run in snapshot.reconcile_runs if run["trigger"] == "manual"]
@@ -253,7 +244,6 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
         and facts.before.get(ad_group_id) not in (None, status)
         and ad_group_id != broken
     )
-    naming = sum(alert_id in broken_ids for alert_id in alert_ids)
     ended = f"{late:.1f} s" if late is not None else "-"
     return [
         Row(
@@ -268,9 +258,15 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
         ),
         Row("final status differs from the truth", len(wrong), 0),
         Row("last applied action differs from the Ads stand-in", len(disagree), 0),
-        Row(f"broken ad group {broken}", broken_status, DEAD),
         Row(
-            "  dead-delivery alerts / naming its delivery", f"{len(alert_ids)} / {naming}", "1 / 1"
+            f"ad group {broken}, removed in Google Ads, in the system",
+            snapshot.missing.get(broken, "present"),
+            MISSING,
+        ),
+        Row(
+            "  alerts / statuses applied / its deliveries done",
+            f"{missing_alerts} / {applied} / {broken_done} of {len(broken_rows)}",
+            f"1 / 0 / {len(broken_rows)} of {len(broken_rows)}",
         ),
         Row(
             f"other alerts (besides {reconcile_alerts} on the reconciliation)", len(other_alerts), 0
@@ -402,7 +398,7 @@ def _faults(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
     races = {s.race for s in sends if s.race is not None}
     injected = facts.ads_injected
     transient = sum(
-        n for kind, n in injected.items() if kind not in ("ok", "permanent", "long_rate_limited")
+        n for kind, n in injected.items() if kind not in ("ok", "removed", "long_rate_limited")
     )
     late = sum(s.late for s in sends if not s.dropped)
     rows = [
@@ -411,9 +407,9 @@ def _faults(scenario: Scenario, facts: Facts, report: Report) -> list[Row]:
             f"{len(duplicated)} ({sum(s.concurrent for s in duplicated)}) / {len(races)} / {late}",
         ),
         Row(
-            "Ads calls / transient / long rate limits / permanent",
+            "Ads calls / transient / long rate limits / removed",
             f"{sum(injected.values())} / {transient} / {injected['long_rate_limited']}"
-            f" / {injected['permanent']}",
+            f" / {injected['removed']}",
         ),
         Row(
             "  transient: concurrent modification / rate exceeded",

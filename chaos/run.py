@@ -35,7 +35,7 @@ def run(params: Params) -> int:
         mark = time.monotonic()
         idle, waited, state = observe.wait_until_idle(redis, params.settle_timeout)
         drained = [("before reconciling", idle, waited, str(state))]
-        before = observe.ad_group_statuses()
+        before = harness.ads.real_statuses()
         phases["drain"] = time.monotonic() - mark
 
         mark = time.monotonic()
@@ -52,6 +52,7 @@ def run(params: Params) -> int:
             snapshot=observe.snapshot(redis),
             mails=harness.mail.snapshot(),
             ads_final=dict(harness.ads.final),
+            ads_statuses=harness.ads.real_statuses(),
             ads_calls=harness.ads.applied_calls,
             ads_changes=harness.ads.changes,
             ads_injected=harness.ads.injected.copy(),

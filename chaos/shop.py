@@ -24,7 +24,8 @@ FIRST_ITEM_ID = 45_035_996_273_704_000  # above 2**53, as real inventory item id
 FIRST_LOCATION_ID = 24_826_418
 FIRST_AD_GROUP_ID = 7_100_000_000
 PROMOTION_AD_GROUP_ID = "7200000001"
-BROKEN_AD_GROUP_ID = "7999999999"
+BROKEN_AD_GROUP_ID = "7999999999"  # removed in Google Ads before the day: it must be skipped
+INITIAL_AD_GROUP_STATUS = "ENABLED"  # what Google Ads has at the start: the ads were running
 
 HOLDOUT_SHARE = DEFAULT_HOLDOUT_SHARE  # ReminderSettings' default: 10 % get no mail, drawn
 HOLDOUT_SALT = "chaos"  # ReminderSettings.holdout_salt: which checkouts the draw holds out

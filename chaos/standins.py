@@ -1,9 +1,10 @@
 """The outside world of the run: Google Ads, Shopify's Admin API and a mail server, all local.
 
 The Google Ads stand-in is the tests' gRPC server (the real GoogleAdsClient talks to it over
-TLS), here failing transiently for a share of calls, permanently for one ad group, and able to
-hold one call so a worker can be killed in the middle of a job. It remembers the status each
-ad group really ended with. The mail sink is a real SMTP server that keeps every message.
+TLS), here holding the account's ad groups (one of them removed), failing transiently for a
+share of calls, and able to hold one call so a worker can be killed in the middle of a job. It
+remembers the status each ad group really has (`statuses`) and the last one a successful call
+set (`final`). The mail sink is a real SMTP server that keeps every message.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def free_port() -> int:
 
 
 class ChaosAds(AdsStandIn):
-    """AdGroupService with transient failures for a share of calls and one broken ad group.
+    """AdGroupService with transient failures for a share of calls; a removed ad group fails
+    every call as Google does (the stand-in's own answer).
 
     Transient failures are the kinds the adapter retries inside the job (a rate limit here
     names no retry delay), besides RESOURCE_EXHAUSTED, which it leaves to the job's RQ retries.
@@ -78,9 +80,10 @@ class ChaosAds(AdsStandIn):
         self._release = threading.Event()
         self._chosen = threading.local()
 
-    def _choose(self, request: Any) -> str:
-        """The broken ad group always fails; any other call fails by chance."""
-        behaviour = super()._next_behaviour(request)
+    def _choose(self, request: Any) -> tuple[str, int]:
+        """A removed ad group always fails; any other call fails by chance. The answer and
+        the index of the operation it is about, as the stand-in's `_next_behaviour` gives."""
+        behaviour, index = super()._next_behaviour(request)
         with self._lock:
             if behaviour == "ok":
                 draw = self._rng.random()
@@ -89,9 +92,9 @@ class ChaosAds(AdsStandIn):
                 elif draw < self.transient_rate + self.long_rate_limit_rate:
                     behaviour = "long_rate_limited"
             self.injected[behaviour] += 1
-        return behaviour
+        return behaviour, index
 
-    def _next_behaviour(self, request: Any) -> str:
+    def _next_behaviour(self, request: Any) -> tuple[str, int]:
         return getattr(self._chosen, "behaviour", None) or self._choose(request)
 
     def _mutate(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -99,10 +102,10 @@ class ChaosAds(AdsStandIn):
         if self._take_hold(request):
             self._release.wait(HOLD_TIMEOUT)
             context.abort(grpc.StatusCode.UNAVAILABLE, "caller went away")
-        behaviour = self._choose(request)
+        behaviour, index = self._choose(request)
         if behaviour == "long_rate_limited":
             self._rate_limit(context)
-        self._chosen.behaviour = behaviour
+        self._chosen.behaviour = (behaviour, index)
         try:
             response = super()._mutate(request, context)
         finally:
@@ -130,6 +133,11 @@ class ChaosAds(AdsStandIn):
             )
         )
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+    def real_statuses(self) -> dict[str, str]:
+        """What Google Ads holds for each ad group now (REMOVED for the removed one)."""
+        with self._lock:
+            return dict(self.statuses)
 
     # --- holding one call so its worker can be killed mid-job ---------------------------------
 
@@ -189,7 +197,10 @@ class MailSink:
         )
         part = message.get_body(preferencelist=("plain",))
         text = part.get_content() if part is not None else ""
-        mail = Mail(tuple(envelope.rcpt_tos), str(message["subject"] or ""), text)
+        # A folded non-ASCII subject ("Subject:" then encoded words on the next line) parses
+        # with the fold's leading space: what a mail client shows is without it.
+        subject = str(message["subject"] or "").strip()
+        mail = Mail(tuple(envelope.rcpt_tos), subject, text)
         with self._lock:
             self.mails.append(mail)
         return "250 Message accepted for delivery"

@@ -29,7 +29,8 @@ from .generator import (
     StripeSession,
 )
 
-PAUSED, ENABLED, DEAD = "PAUSED", "ENABLED", "dead"
+PAUSED, ENABLED = "PAUSED", "ENABLED"
+MISSING = "removed"  # AdGroup.missing of the ad group removed in Google Ads: skipped
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class Truth:
 
 
 def status_for(total: int, pause_at: int) -> str:
-    """The README's rule: paused at or below the threshold, enabled above it."""
+    """The rule for a one-variant product without a resume level (automation.stock.rule):
+    paused at or below the threshold, enabled above it."""
     return PAUSED if total <= pause_at else ENABLED
 
 
@@ -74,11 +76,16 @@ def derive(scenario: Scenario) -> Truth:
     for group in scenario.watched:
         totals = [level for (item, _), (level, _) in final.items() if item == group.item]
         ad_groups[group.ad_group_id] = (
-            DEAD if group.broken else status_for(sum(totals), group.pause_at)
+            MISSING if group.broken else status_for(sum(totals), group.pause_at)
         )
         known = [level for (item, _), (level, _) in delivered.items() if item == group.item]
+        # Nothing known about its stock: the rule decides nothing, Google Ads keeps its status.
         before[group.ad_group_id] = (
-            status_for(sum(known), group.pause_at) if known and not group.broken else None
+            None
+            if group.broken
+            else status_for(sum(known), group.pause_at)
+            if known
+            else shop.INITIAL_AD_GROUP_STATUS
         )
     reminders = _reminders(scenario)
     consenting = frozenset(c.email for c in scenario.checkouts if c.consent and c.email)

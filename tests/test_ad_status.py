@@ -6,12 +6,11 @@ Through the real GoogleAdsClient against tests/ads_standin.py (mutates and GAQL 
 from datetime import datetime, timedelta
 
 import pytest
-from automation.inventory import apply_level
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 
-from automation import ads, held_changes, reconcile
+from automation import ads, reconcile
 from automation.models import (
     AdGroupAction,
     AdGroupState,
@@ -19,18 +18,20 @@ from automation.models import (
     BrakeSettings,
     Delivery,
     HeldChange,
-    WatchedItem,
+    WatchedProduct,
 )
 from automation.models.ads import DEFAULT_BRAKE_MAX_SHARE_PERCENT
 from automation.sources.shopify_inventory import LevelUpdate
-from tests import test_reconcile
+from automation.stock import held_changes
 from tests.signing import post_shopify
+from tests.support import shopify_admin
+from tests.support.levels import apply_level
+from tests.support.watching import watch
 from tests.test_api import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# The Shopify Admin stand-in of the reconciliation's tests, under the same name.
-shop = pytest.fixture(name="shop")(test_reconcile.shop.__wrapped__)
+shop = pytest.fixture(name="shop")(shopify_admin.shop)
 
 ITEM = 808950810
 STORE = 24826418
@@ -40,9 +41,7 @@ MORNING = datetime.fromisoformat("2026-11-28T10:00:00+01:00")
 
 @pytest.fixture
 def winterzauber():
-    return WatchedItem.objects.create(
-        inventory_item_id=ITEM, label="Winterzauber", ad_group_id="555", customer_id=CUSTOMER
-    )
+    return watch(ITEM, "555", customer_id=CUSTOMER)
 
 
 def level(available: int, minutes: int = 0, item: int = ITEM) -> LevelUpdate:
@@ -122,21 +121,23 @@ def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber
     assert search.request.query == (
         "SELECT ad_group.id, ad_group.status FROM ad_group WHERE ad_group.id IN (555)"
     )
+    # Drift is repaired per ad group (named as the merchant named it, else by its id); the
+    # reason says which product decided, with its stock.
     assert run.corrections == [
         {
             "kind": "drift",
-            "item": ITEM,
+            "item": 0,
             "label": "Winterzauber",
             "ad_group": "555",
             "was": "ENABLED",
             "now": "PAUSED",
-            "total_available": 0,
+            "reason": "drift: Google Ads had ENABLED; Winterzauber: 0 available ≤ 0",
         }
     ]
     assert google_ads.statuses["555"] == "PAUSED"
     latest = AdGroupAction.objects.first()
     assert (latest.source, latest.desired_status) == ("reconcile", "PAUSED")
-    assert latest.reason.startswith("drift: Google Ads had ENABLED")
+    assert latest.reason == "drift: Google Ads had ENABLED; Winterzauber: 0 available ≤ 0"
     assert "drift repaired (1)" in reconcile.summary(run)
     assert run.ad_groups_read == 1
 
@@ -157,19 +158,18 @@ def test_no_drift_no_call(shop, winterzauber, google_ads):
 
 @pytest.fixture
 def twenty(google_ads):
-    """20 watched items, each in stock with its ad group enabled."""
-    items = [
-        WatchedItem.objects.create(
-            inventory_item_id=1000 + n,
-            label=f"Kerze {n}",
-            ad_group_id=str(700 + n),
-            customer_id=CUSTOMER,
-        )
-        for n in range(20)
-    ]
-    for item in items:
-        apply_level(level(5, item=item.inventory_item_id), source="webhook")
+    """20 watched products, each in stock with its ad group enabled; their inventory items."""
+    items = [1000 + n for n in range(20)]
+    for n, item in enumerate(items):
+        watch(item, str(700 + n), label=f"Kerze {n}", customer_id=CUSTOMER)
+        apply_level(level(5, item=item), source="webhook")
     return items
+
+
+def item_of(ad_group_id: str) -> int:
+    """The inventory item of the watched product controlling the ad group."""
+    product = WatchedProduct.objects.get(ad_groups__ad_group_id=ad_group_id)
+    return product.variants.get().inventory_item_id
 
 
 def test_fifteen_sell_outs_in_a_minute_pause_the_allowed_and_hold_the_rest(
@@ -181,7 +181,7 @@ def test_fifteen_sell_outs_in_a_minute_pause_the_allowed_and_hold_the_rest(
     assert allowed == 20 * DEFAULT_BRAKE_MAX_SHARE_PERCENT // 100  # 6
 
     for n, item in enumerate(twenty[:15]):  # a bad CSV import: one zero every 4 seconds
-        update = LevelUpdate(item.inventory_item_id, STORE, 0, MORNING + timedelta(seconds=4 * n))
+        update = LevelUpdate(item, STORE, 0, MORNING + timedelta(seconds=4 * n))
         apply_level(update, source="webhook")
 
     assert len(google_ads.requests) == allowed
@@ -202,13 +202,13 @@ def test_fifteen_sell_outs_in_a_minute_pause_the_allowed_and_hold_the_rest(
 
 def test_apply_sends_what_the_stock_says_then_and_discard_records_the_user(twenty, google_ads):
     for n, item in enumerate(twenty[:15]):
-        update = LevelUpdate(item.inventory_item_id, STORE, 0, MORNING + timedelta(seconds=4 * n))
+        update = LevelUpdate(item, STORE, 0, MORNING + timedelta(seconds=4 * n))
         apply_level(update, source="webhook")
     held = list(HeldChange.objects.filter(resolution="open").order_by("pk"))
     recovered = held[:3]  # the import is fixed for three of them before the merchant looks
     for change in recovered:
-        item = WatchedItem.objects.get(ad_group_id=change.ad_group_id)
-        update = LevelUpdate(item.inventory_item_id, STORE, 8, MORNING + timedelta(minutes=5))
+        item = item_of(change.ad_group_id)
+        update = LevelUpdate(item, STORE, 8, MORNING + timedelta(minutes=5))
         apply_level(update, source="webhook")
     google_ads.requests.clear()
     merchant = User.objects.create_user("inhaberin")
@@ -249,11 +249,11 @@ def test_the_nightly_run_reports_a_held_pause_and_does_not_push_it(
     google_ads,
 ):
     for n, item in enumerate(twenty[:15]):
-        update = LevelUpdate(item.inventory_item_id, STORE, 0, MORNING + timedelta(seconds=4 * n))
+        update = LevelUpdate(item, STORE, 0, MORNING + timedelta(seconds=4 * n))
         apply_level(update, source="webhook")
     held = HeldChange.objects.filter(resolution="open").order_by("pk").first()
-    item = WatchedItem.objects.get(ad_group_id=held.ad_group_id)
-    shop.add_item(item.inventory_item_id, (STORE, 0, "2026-11-28T09:30:00Z"))
+    item = item_of(held.ad_group_id)
+    shop.add_item(item, (STORE, 0, "2026-11-28T09:30:00Z"))
     calls = len(google_ads.requests)
 
     run = reconcile.run_now()
@@ -267,7 +267,7 @@ def test_the_nightly_run_reports_a_held_pause_and_does_not_push_it(
 
 def test_the_api_lists_held_changes_and_applies_all(twenty, google_ads):
     for n, item in enumerate(twenty[:15]):
-        update = LevelUpdate(item.inventory_item_id, STORE, 0, MORNING + timedelta(seconds=4 * n))
+        update = LevelUpdate(item, STORE, 0, MORNING + timedelta(seconds=4 * n))
         apply_level(update, source="webhook")
     api = client_for(is_staff=True)
 
@@ -286,7 +286,7 @@ def test_the_api_lists_held_changes_and_applies_all(twenty, google_ads):
 
 def test_the_admin_applies_all_and_edits_the_brake(twenty, admin_client, admin_user):
     for n, item in enumerate(twenty[:15]):
-        update = LevelUpdate(item.inventory_item_id, STORE, 0, MORNING + timedelta(seconds=4 * n))
+        update = LevelUpdate(item, STORE, 0, MORNING + timedelta(seconds=4 * n))
         apply_level(update, source="webhook")
 
     page = admin_client.get("/admin/automation/heldchange/")

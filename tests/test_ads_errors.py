@@ -26,9 +26,10 @@ from automation.exceptions import (
     PermanentError,
     TransientAdsError,
 )
-from automation.models import AdGroupAction, Delivery, Promotion, PromotionAdGroup, WatchedItem
+from automation.models import AdGroupAction, Delivery, Promotion, PromotionAdGroup
 from tests.ads_standin import _failure
 from tests.signing import post_shopify
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -255,12 +256,7 @@ def test_a_lasting_collision_leaves_the_end_to_be_retried_not_recorded_as_ended(
 def test_a_rate_limit_leaves_the_delivery_to_its_rq_retry_not_dead(
     client, run_worker, google_ads, settings
 ):
-    WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-    )
+    watch(808950810, "555", customer_id="1234567890")
     settings.DELIVERY_RETRY_INTERVALS = [0]  # RQ requeues at once: the test sees both attempts
     google_ads.script(["rate_exceeded"])  # then ok
     post_shopify(client, SOLD_OUT, topic="inventory_levels/update")

@@ -14,8 +14,9 @@ from django.core import mail
 from automation import ads, scheduling
 from automation.adapters import google_ads
 from automation.exceptions import TransientAdsError
-from automation.models import AdGroupAction, Delivery, WatchedItem
+from automation.models import AdGroupAction, Delivery
 from tests.signing import post_shopify
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,13 +31,7 @@ SOLD_OUT = {
 
 @pytest.fixture
 def three_ad_groups(db):
-    for ad_group_id in AD_GROUPS:
-        WatchedItem.objects.create(
-            inventory_item_id=808950810,
-            label=f"Winterzauber {ad_group_id}",
-            ad_group_id=ad_group_id,
-            customer_id="1234567890",
-        )
+    watch(808950810, list(AD_GROUPS), customer_id="1234567890")
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ from django.core import mail
 from automation import ads
 from automation.adapters import google_ads
 from automation.exceptions import PermanentAdsError
-from automation.models import AdGroupAction, Delivery, WatchedItem
+from automation.models import AdGroupAction, Delivery
 from tests.ads_standin import DEVELOPER_TOKEN, make_test_client
 from tests.signing import post_shopify
+from tests.support.watching import watch
 
 # What Google's examples/basic_operations/update_ad_group.py sends: field_mask(None, ad_group)
 # names every field set on the update, the resource name included.
@@ -42,12 +43,7 @@ def test_sell_out_with_raw_protobuf_sends_the_exact_pause_operation(
     raw = make_test_client(google_ads, use_proto_plus=settings.GOOGLE_ADS_USE_PROTO_PLUS)
     assert raw.use_proto_plus is False
     monkeypatch.setattr(ads, "google_client", lambda: raw)
-    WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-    )
+    watch(808950810, "555", customer_id="1234567890")
 
     post_shopify(client, SOLD_OUT, topic="inventory_levels/update")
     run_worker()

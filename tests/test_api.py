@@ -15,21 +15,26 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from automation.models import (
+    AdGroup,
     AdGroupAction,
     CheckoutState,
     Delivery,
     MarginRule,
     Promotion,
     ReminderDecision,
-    WatchedItem,
+    StockLevel,
+    WatchedProduct,
 )
+from automation.sources.shopify_inventory import LevelUpdate
+from tests.support.levels import apply_level
+from tests.support.watching import variant, watch
 
 pytestmark = pytest.mark.django_db
 
 BERLIN = "Europe/Berlin"
 ENDPOINTS = [
     "/api/",
-    "/api/watched-items/",
+    "/api/watched-products/",
     "/api/margin-rules/",
     "/api/promotions/",
     "/api/deliveries/",
@@ -85,78 +90,281 @@ def test_staff_with_a_token_and_the_permissions_get_200(url, staff):
     assert staff.get(url).status_code == 200
 
 
-def test_a_wrong_token_gets_401(url="/api/watched-items/"):
+def test_a_wrong_token_gets_401(url="/api/watched-products/"):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     assert client.get(url).status_code == 401
 
 
-# --- watched items -----------------------------------------------------------------------------
+# --- watched products --------------------------------------------------------------------------
+
+CUSTOMER = "1234567890"
+PRODUCT = 632910392
 
 
-def test_watched_item_round_trip(staff):
-    given = {"inventory_item_id": 4711, "label": "Winterzauber", "ad_group_id": "777"}
-    created = staff.post("/api/watched-items/", {**given, "customer_id": "1234567890"})
+def ad_groups(*ids: str, customer_id: str = CUSTOMER) -> list[dict]:
+    return [{"customer_id": customer_id, "ad_group_id": ad_group_id} for ad_group_id in ids]
+
+
+def test_watched_product_round_trip(staff):
+    given = {"product_id": PRODUCT, "label": "Winterzauber", "ad_groups": ad_groups("777")}
+    created = staff.post("/api/watched-products/", given)
     assert created.status_code == 201, created.data
-    url = f"/api/watched-items/{created.data['id']}/"
+    url = f"/api/watched-products/{created.data['id']}/"
 
-    expected = {**given, "id": created.data["id"], "customer_id": "1234567890", "pause_at": 0}
+    # The ad group's own fields (name, clicks and cost, manual state) live on the ad group,
+    # set in the admin; the watched product names it by account and id.
     assert staff.get(url).data == {
-        **expected,
+        **given,
+        "id": created.data["id"],
+        "variants": [],
+        "pause_at": 0,
+        "resume_at": None,
         "enabled": True,
-        "clicks_per_day": "40.00",
-        "cost_per_click": "0.60",
-        "manual_status": "",
-        "manual_reason": "",
-        "manual_at": None,
+        "sellable": None,
+        "stock": None,
+        "reason": "",
+        "decided_at": None,
     }
     assert staff.patch(url, {"pause_at": 3}).data["pause_at"] == 3
-    assert WatchedItem.objects.get().customer_id == "1234567890"  # PATCH kept the rest
+    product = WatchedProduct.objects.get()
+    assert product.label == "Winterzauber"  # PATCH kept the rest
+    assert [group.key for group in product.ad_groups.all()] == [(CUSTOMER, "777")]
     assert staff.delete(url).status_code == 204
-    assert not WatchedItem.objects.exists()
+    assert not WatchedProduct.objects.exists()
 
 
-def test_watched_item_with_a_bad_customer_id_is_refused_with_the_models_message(staff):
+def test_watched_product_with_a_bad_customer_id_is_refused_with_the_models_message(staff):
     response = staff.post(
-        "/api/watched-items/",
-        {"inventory_item_id": 1, "label": "x", "ad_group_id": "777", "customer_id": "123-456"},
+        "/api/watched-products/",
+        {"product_id": 1, "label": "x", "ad_groups": ad_groups("777", customer_id="123-456")},
     )
     assert response.status_code == 400
-    assert response.data["customer_id"] == ["Google Ads customer ids have 10 digits."]
+    assert response.data["ad_groups"][0]["customer_id"] == [
+        "Google Ads customer ids have 10 digits."
+    ]
 
 
-def test_watched_item_ad_group_id_must_be_a_number(staff):
+def test_watched_product_ad_group_id_must_be_a_number(staff):
     response = staff.post(
-        "/api/watched-items/",
-        {"inventory_item_id": 1, "label": "x", "ad_group_id": "abc", "customer_id": "1234567890"},
+        "/api/watched-products/", {"product_id": 1, "label": "x", "ad_groups": ad_groups("abc")}
     )
     assert response.status_code == 400
-    assert response.data["ad_group_id"] == ["An ad group id is a number."]
+    assert response.data["ad_groups"][0]["ad_group_id"] == ["An ad group id is a number."]
 
 
-def test_watched_item_without_customer_id_gets_the_shops_account(staff, settings):
+def test_watched_product_without_customer_id_gets_the_shops_account(staff, settings):
     settings.GOOGLE_ADS_CUSTOMER_ID = "9876543210"
-    given = {"inventory_item_id": 1, "label": "x", "ad_group_id": "777"}
-    assert staff.post("/api/watched-items/", given).data["customer_id"] == "9876543210"
+    given = {"product_id": 1, "label": "x", "ad_groups": [{"ad_group_id": "777"}]}
+    created = staff.post("/api/watched-products/", given)
+    assert created.status_code == 201, created.data
+    assert created.data["ad_groups"] == [{"customer_id": "9876543210", "ad_group_id": "777"}]
+    assert AdGroup.objects.get().key == ("9876543210", "777")
 
 
-def test_watched_item_without_customer_id_and_no_default_account_is_refused(staff, settings):
+def test_watched_product_without_customer_id_and_no_default_account_is_refused(staff, settings):
     settings.GOOGLE_ADS_CUSTOMER_ID = ""
-    given = {"inventory_item_id": 1, "label": "x", "ad_group_id": "777"}
-    response = staff.post("/api/watched-items/", given)
+    given = {"product_id": 1, "label": "x", "ad_groups": [{"ad_group_id": "777"}]}
+    response = staff.post("/api/watched-products/", given)
     assert response.status_code == 400
-    assert response.data["customer_id"] == ["This field is required."]
+    assert response.data["ad_groups"][0]["customer_id"] == ["This field is required."]
+    assert not AdGroup.objects.exists()
 
 
-def test_watching_the_same_ad_group_twice_is_a_400_not_a_crash(staff):
+def test_the_same_ad_group_twice_in_one_watched_product_is_a_400_not_a_crash(staff):
+    given = {"product_id": 1, "label": "x", "ad_groups": ad_groups("777", "777")}
+    response = staff.post("/api/watched-products/", given)
+    assert response.status_code == 400
+    assert response.data["ad_groups"] == ["Each ad group may appear only once."]
+    assert not WatchedProduct.objects.exists()
+
+
+def test_two_watched_products_may_share_an_ad_group(staff):
+    """It runs while either product sells (automation.stock.rule): one ad group row."""
+    first = {"product_id": 1, "label": "Winterzauber", "ad_groups": ad_groups("777")}
+    second = {"product_id": 2, "label": "Nordlicht", "ad_groups": ad_groups("777")}
+    assert staff.post("/api/watched-products/", first).status_code == 201
+    assert staff.post("/api/watched-products/", second).status_code == 201
+    assert AdGroup.objects.get().watched_products.count() == 2
+
+
+def test_a_watched_product_needs_a_product_and_an_ad_group(staff):
+    response = staff.post("/api/watched-products/", {"label": "x", "ad_groups": []})
+    assert response.status_code == 400
+    assert response.data["product_id"] == ["This field is required."]
+    assert response.data["ad_groups"] == {"non_field_errors": ["This list may not be empty."]}
+
+
+def test_a_watched_product_with_two_ad_groups_and_a_variant_subset(staff):
+    variant(1001, product_id=PRODUCT, variant_id=11, title="klein")
+    variant(1002, product_id=PRODUCT, variant_id=12, title="mittel")
+    variant(1003, product_id=PRODUCT, variant_id=13, title="groß")
     given = {
-        "inventory_item_id": 1,
-        "label": "x",
-        "ad_group_id": "777",
-        "customer_id": "1234567890",
+        "product_id": PRODUCT,
+        "label": "Winterzauber",
+        "variants": [11, 13],
+        "ad_groups": ad_groups("777", "778"),
+        "pause_at": 2,
+        "resume_at": 5,
     }
-    assert staff.post("/api/watched-items/", given).status_code == 201
-    assert staff.post("/api/watched-items/", given).status_code == 400
+
+    created = staff.post("/api/watched-products/", given)
+
+    assert created.status_code == 201, created.data
+    assert (created.data["variants"], created.data["ad_groups"]) == ([11, 13], given["ad_groups"])
+    product = WatchedProduct.objects.get()
+    assert sorted(product.variants.values_list("inventory_item_id", flat=True)) == [1001, 1003]
+    assert (product.pause_at, product.resume_at, product.resume_level) == (2, 5, 5)
+    url = f"/api/watched-products/{product.pk}/"
+
+    updated = staff.patch(url, {"variants": [12], "ad_groups": ad_groups("778", "779")})
+
+    assert updated.status_code == 200, updated.data
+    assert (updated.data["variants"], updated.data["ad_groups"]) == ([12], ad_groups("778", "779"))
+    assert list(product.variants.values_list("inventory_item_id", flat=True)) == [1002]
+    assert staff.patch(url, {"variants": []}).data["variants"] == []
+    assert not product.variants.exists()  # none chosen: every variant of the product counts
+    assert AdGroup.objects.filter(ad_group_id="777").exists()  # its actions' history stays
+
+
+def test_moving_a_watched_product_to_another_product_needs_that_products_variants(staff):
+    variant(1001, product_id=PRODUCT, variant_id=11)
+    variant(2001, product_id=PRODUCT + 1, variant_id=21)
+    given = {"product_id": PRODUCT, "label": "x", "variants": [11], "ad_groups": ad_groups("777")}
+    url = f"/api/watched-products/{staff.post('/api/watched-products/', given).data['id']}/"
+
+    kept = staff.patch(url, {"product_id": PRODUCT + 1})
+
+    assert kept.status_code == 400
+    assert kept.data["variants"] == [
+        f"The chosen variants are not of product {PRODUCT + 1}: give its variants, or [] for "
+        "all of them."
+    ]
+    moved = staff.patch(url, {"product_id": PRODUCT + 1, "variants": [21]})
+    assert (moved.status_code, moved.data["variants"]) == (200, [21])
+    assert staff.patch(url, {"product_id": PRODUCT + 1}).status_code == 200  # the same product
+
+
+def test_an_unknown_variant_is_refused_with_the_message(staff):
+    variant(1001, product_id=PRODUCT, variant_id=11)
+    variant(2001, product_id=PRODUCT + 1, variant_id=21)  # another product's
+    given = {
+        "product_id": PRODUCT,
+        "label": "Winterzauber",
+        "variants": [11, 21, 99],
+        "ad_groups": ad_groups("777"),
+    }
+
+    response = staff.post("/api/watched-products/", given)
+
+    assert response.status_code == 400
+    assert response.data["variants"] == [
+        f"Unknown variants of product {PRODUCT}: [21, 99]. Variants are known from the "
+        "product's webhooks, the admin's picker or the nightly reconciliation."
+    ]
+    assert not WatchedProduct.objects.exists()
+
+
+def test_resume_at_below_pause_at_is_refused(staff):
+    given = {"product_id": 1, "label": "x", "ad_groups": ad_groups("777"), "pause_at": 5}
+    response = staff.post("/api/watched-products/", {**given, "resume_at": 4})
+    assert response.status_code == 400
+    assert response.data["resume_at"] == ["resume_at cannot be below pause_at."]
+
+    created = staff.post("/api/watched-products/", {**given, "resume_at": 5})
+    assert created.status_code == 201, created.data
+    url = f"/api/watched-products/{created.data['id']}/"
+    lowered = staff.patch(url, {"pause_at": 6})  # against the stored resume_at
+    assert lowered.status_code == 400
+    assert lowered.data["resume_at"] == ["resume_at cannot be below pause_at."]
+    assert WatchedProduct.objects.get().pause_at == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_decides_the_product_and_an_update_resettles_the_ad_group_it_removed(
+    staff, settings
+):
+    """The ad group taken away is decided by what still controls it: another product."""
+    settings.ADS_BACKEND = "dryrun"
+    nordlicht = watch(2001, "778", label="Nordlicht", customer_id=CUSTOMER)
+    apply_level(LevelUpdate(2001, 1, 0, timezone.now()), source="webhook")  # sold out
+    level(1001, 5)
+    given = {
+        "product_id": PRODUCT,
+        "label": "Winterzauber",
+        "ad_groups": ad_groups("777", "778"),
+    }
+    variant(1001, product_id=PRODUCT, variant_id=11)
+
+    created = staff.post("/api/watched-products/", {**given, "variants": [11]})
+
+    assert created.status_code == 201, created.data
+    assert actions()[0] == ("778", "PAUSED", "webhook", "Nordlicht: 0 available ≤ 0")
+    assert sorted(actions()[1:]) == [
+        ("777", "ENABLED", "admin", "Winterzauber: 5 available > 0"),
+        ("778", "ENABLED", "admin", "Winterzauber: 5 available > 0"),  # either product sells
+    ]
+    shown = staff.get(f"/api/watched-products/{created.data['id']}/").data
+    assert (shown["sellable"], shown["stock"]) == (True, 5)
+    assert shown["reason"] == "Winterzauber: 5 available > 0"
+    assert shown["decided_at"] is not None
+
+    updated = staff.patch(
+        f"/api/watched-products/{created.data['id']}/", {"ad_groups": ad_groups("777")}
+    )
+
+    assert updated.status_code == 200, updated.data
+    # 777 still follows Winterzauber (unchanged: nothing sent); 778 now only Nordlicht.
+    assert actions()[3:] == [("778", "PAUSED", "admin", "Nordlicht: 0 available ≤ 0")]
+    assert list(nordlicht.ad_groups.values_list("ad_group_id", flat=True)) == ["778"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_a_watched_product_resettles_the_ad_groups_it_controlled(staff, settings):
+    """What still controls the ad group decides it once the product is gone."""
+    settings.ADS_BACKEND = "dryrun"
+    watch(2001, "778", label="Nordlicht", customer_id=CUSTOMER)
+    apply_level(LevelUpdate(2001, 1, 0, timezone.now()), source="webhook")  # sold out
+    level(1001, 5)
+    variant(1001, product_id=PRODUCT, variant_id=11)
+    given = {"product_id": PRODUCT, "label": "Winterzauber", "ad_groups": ad_groups("778")}
+    created = staff.post("/api/watched-products/", {**given, "variants": [11]})
+    assert actions()[-1] == ("778", "ENABLED", "admin", "Winterzauber: 5 available > 0")
+
+    assert staff.delete(f"/api/watched-products/{created.data['id']}/").status_code == 204
+
+    assert actions()[-1] == ("778", "PAUSED", "admin", "Nordlicht: 0 available ≤ 0")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ad_group_actions_of_a_save_are_found_by_ad_group_id(staff, settings):
+    settings.ADS_BACKEND = "dryrun"
+    level(1001, 0)
+    variant(1001, product_id=PRODUCT, variant_id=11)
+    given = {"product_id": PRODUCT, "label": "Winterzauber", "ad_groups": ad_groups("777", "778")}
+    assert staff.post("/api/watched-products/", given).status_code == 201
+
+    found = staff.get("/api/ad-group-actions/?ad_group_id=778").data["results"]
+
+    assert [(row["ad_group_id"], row["desired_status"], row["source"]) for row in found] == [
+        ("778", "PAUSED", "admin")
+    ]
+    assert found[0]["reason"] == "Winterzauber: 0 available ≤ 0"
+    assert found[0]["customer_id"] == CUSTOMER
+
+
+def level(item: int, available: int) -> None:
+    StockLevel.objects.create(
+        inventory_item_id=item, location_id=1, available=available, updated_at=timezone.now()
+    )
+
+
+def actions() -> list[tuple[str, str, str, str]]:
+    return list(
+        AdGroupAction.objects.order_by("pk").values_list(
+            "ad_group_id", "desired_status", "source", "reason"
+        )
+    )
 
 
 # --- margin rules ------------------------------------------------------------------------------
@@ -458,4 +666,4 @@ def test_schema_validates_without_warnings(tmp_path: Path):
 def test_the_api_root_is_browsable_for_staff(staff):
     response = staff.get("/api/", HTTP_ACCEPT="text/html")
     assert response.status_code == 200
-    assert "watched-items" in response.content.decode()
+    assert "watched-products" in response.content.decode()

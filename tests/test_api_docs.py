@@ -16,7 +16,7 @@ def test_the_schema_and_its_browsable_page_open_with_the_admin_session(admin_cli
     schema = admin_client.get("/api/schema/")
     # Then the OpenAPI schema and the Swagger page that reads it both open
     assert schema.status_code == 200
-    assert b"/api/watched-items/" in schema.content
+    assert b"/api/watched-products/" in schema.content
     docs = admin_client.get(reverse("api-docs"))
     assert docs.status_code == 200
     assert reverse("api-schema").encode() in docs.content

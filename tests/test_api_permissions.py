@@ -13,24 +13,25 @@ from rest_framework.test import APIClient
 from automation.api.pagination import MAX_PAGE_SIZE
 from automation.api.permissions import ModelPermissions
 from automation.api.urls import router
-from automation.models import Delivery, MarginRule, WatchedItem
+from automation.models import Delivery, MarginRule, WatchedProduct
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db
 
 RESOURCES = [
-    "/api/watched-items/",
+    "/api/watched-products/",
     "/api/margin-rules/",
     "/api/promotions/",
     "/api/deliveries/",
     "/api/ad-group-actions/",
     "/api/reminder-decisions/",
 ]
-NEW_ITEM = {
-    "inventory_item_id": 4711,
+NEW_PRODUCT = {
+    "product_id": 4711,
     "label": "Winterzauber",
-    "ad_group_id": "777",
-    "customer_id": "1234567890",
+    "ad_groups": [{"customer_id": "1234567890", "ad_group_id": "777"}],
 }
+URL = "/api/watched-products/"
 
 
 def staff_with(*codenames: str, superuser: bool = False) -> APIClient:
@@ -46,10 +47,8 @@ def staff_with(*codenames: str, superuser: bool = False) -> APIClient:
     return client
 
 
-def watched_item() -> WatchedItem:
-    return WatchedItem.objects.create(
-        inventory_item_id=1, label="Lavendel", ad_group_id="555", customer_id="1234567890"
-    )
+def watched_product() -> WatchedProduct:
+    return watch(1, "555", label="Lavendel", customer_id="1234567890", product_id=1)
 
 
 def dead_delivery() -> Delivery:
@@ -73,22 +72,22 @@ def test_staff_without_permissions_cannot_list(url):
 
 
 def test_staff_without_permissions_cannot_read_one_row():
-    item = watched_item()
-    assert staff_with().get(f"/api/watched-items/{item.pk}/").status_code == 403
+    product = watched_product()
+    assert staff_with().get(f"{URL}{product.pk}/").status_code == 403
 
 
 def test_staff_without_permissions_cannot_create_change_or_delete():
-    item = watched_item()
+    product = watched_product()
     client = staff_with()
-    url = f"/api/watched-items/{item.pk}/"
+    url = f"{URL}{product.pk}/"
 
-    assert client.post("/api/watched-items/", NEW_ITEM).status_code == 403
+    assert client.post(URL, NEW_PRODUCT).status_code == 403
     assert client.patch(url, {"pause_at": 9}).status_code == 403
-    assert client.put(url, {**NEW_ITEM, "pause_at": 9}).status_code == 403
+    assert client.put(url, {**NEW_PRODUCT, "pause_at": 9}).status_code == 403
     assert client.delete(url).status_code == 403
     assert client.post("/api/margin-rules/", {"rate": "0.5", "vendor": "B"}).status_code == 403
 
-    assert list(WatchedItem.objects.values_list("pk", "pause_at")) == [(item.pk, 0)]
+    assert list(WatchedProduct.objects.values_list("pk", "pause_at")) == [(product.pk, 0)]
     assert not MarginRule.objects.exists()
 
 
@@ -103,18 +102,18 @@ def test_staff_without_permissions_cannot_replay_a_delivery():
 
 
 def test_view_permission_reads_but_cannot_write():
-    item = watched_item()
-    client = staff_with("view_watcheditem")
-    url = f"/api/watched-items/{item.pk}/"
+    product = watched_product()
+    client = staff_with("view_watchedproduct")
+    url = f"{URL}{product.pk}/"
 
-    assert client.get("/api/watched-items/").status_code == 200
+    assert client.get(URL).status_code == 200
     assert client.get(url).data["label"] == "Lavendel"
-    assert client.post("/api/watched-items/", NEW_ITEM).status_code == 403
+    assert client.post(URL, NEW_PRODUCT).status_code == 403
     assert client.patch(url, {"pause_at": 9}).status_code == 403
     assert client.delete(url).status_code == 403
     assert client.get("/api/margin-rules/").status_code == 403  # another model: no permission
 
-    assert list(WatchedItem.objects.values_list("pk", "pause_at")) == [(item.pk, 0)]
+    assert list(WatchedProduct.objects.values_list("pk", "pause_at")) == [(product.pk, 0)]
 
 
 def test_viewing_deliveries_does_not_allow_replaying_them():
@@ -130,26 +129,22 @@ def test_viewing_deliveries_does_not_allow_replaying_them():
 
 
 def test_add_permission_creates():
-    response = staff_with("add_watcheditem").post("/api/watched-items/", NEW_ITEM)
+    response = staff_with("add_watchedproduct").post(URL, NEW_PRODUCT)
     assert response.status_code == 201, response.data
 
 
 def test_change_permission_updates():
-    item = watched_item()
-    response = staff_with("change_watcheditem").patch(
-        f"/api/watched-items/{item.pk}/", {"pause_at": 3}
-    )
+    product = watched_product()
+    response = staff_with("change_watchedproduct").patch(f"{URL}{product.pk}/", {"pause_at": 3})
     assert response.status_code == 200, response.data
-    item.refresh_from_db()
-    assert item.pause_at == 3
+    product.refresh_from_db()
+    assert product.pause_at == 3
 
 
 def test_delete_permission_deletes():
-    item = watched_item()
-    assert (
-        staff_with("delete_watcheditem").delete(f"/api/watched-items/{item.pk}/").status_code == 204
-    )
-    assert not WatchedItem.objects.exists()
+    product = watched_product()
+    assert staff_with("delete_watchedproduct").delete(f"{URL}{product.pk}/").status_code == 204
+    assert not WatchedProduct.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -163,7 +158,7 @@ def test_change_permission_on_deliveries_replays(queue):
 def test_a_superuser_needs_no_explicit_permission():
     client = staff_with(superuser=True)
     assert client.get("/api/deliveries/").status_code == 200
-    assert client.post("/api/watched-items/", NEW_ITEM).status_code == 201
+    assert client.post(URL, NEW_PRODUCT).status_code == 201
 
 
 def test_the_api_root_and_schema_stay_open_to_staff_they_hold_no_rows():
@@ -185,13 +180,10 @@ def test_every_resource_asks_for_model_permissions():
 
 
 def test_a_page_never_holds_more_than_the_maximum():
-    WatchedItem.objects.bulk_create(
-        WatchedItem(
-            inventory_item_id=n, label=f"Kerze {n}", ad_group_id=str(n), customer_id="1234567890"
-        )
-        for n in range(1, MAX_PAGE_SIZE + 2)
+    WatchedProduct.objects.bulk_create(
+        WatchedProduct(product_id=n, label=f"Kerze {n}") for n in range(1, MAX_PAGE_SIZE + 2)
     )
-    response = staff_with("view_watcheditem").get("/api/watched-items/?limit=100000")
+    response = staff_with("view_watchedproduct").get(f"{URL}?limit=100000")
     assert response.status_code == 200
     assert response.data["count"] == MAX_PAGE_SIZE + 1
     assert len(response.data["results"]) == MAX_PAGE_SIZE

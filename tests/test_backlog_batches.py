@@ -1,5 +1,5 @@
 """A burst of stock levels is worked off in a few jobs: the job that claims one delivery takes
-the waiting ones of its shop and topic along (issue 17: the worker ratio), with the same
+the waiting ones of its shop and topic along (the worker keeps up with a burst), with the same
 outcomes, guards and retries as one job per delivery."""
 
 import threading
@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from automation import ads, handling, inbox
 from automation.exceptions import TransientAdsError
-from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
+from automation.models import AdGroupAction, Delivery, StockLevel
 from tests.signing import post_shopify
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,9 +30,7 @@ Status = Delivery.Status
 
 @pytest.fixture
 def winterzauber():
-    return WatchedItem.objects.create(
-        inventory_item_id=ITEM, label="Winterzauber", ad_group_id="555", customer_id="1234567890"
-    )
+    return watch(ITEM, "555", customer_id="1234567890")
 
 
 def send(client, available, minute: int, *, location=STORE, item=ITEM, **headers) -> Delivery:
@@ -84,8 +83,10 @@ def test_only_the_newest_level_of_a_batch_sets_the_ad_groups(client, run_worker,
     assert actions() == ["PAUSED"]
     assert AdGroupAction.objects.get().delivery_id == sold_out.pk
     assert first.status == Status.DONE
+    # A follower names the product's stock the batch decided with (the stock path no longer
+    # counts a total per stored level).
     assert first.result == (
-        f"total available 12; ad groups set with delivery {sold_out.pk}, "
+        f"total available 0; ad groups set with delivery {sold_out.pk}, "
         "the last stock level of its batch"
     )
     assert last.status == Status.DONE
@@ -112,15 +113,16 @@ def test_levels_of_several_locations_add_up_in_one_batch(client, run_worker, win
     run_worker()
 
     store, warehouse = refreshed(store, warehouse)
-    assert store.result.startswith("total available 0; ad groups set with delivery")
+    assert store.result == (
+        f"total available 5; ad groups set with delivery {warehouse.pk}, "
+        "the last stock level of its batch"
+    )
     assert warehouse.result == "total available 5"
     assert actions() == ["ENABLED"]
 
 
 def test_items_of_one_batch_are_decided_each_on_its_own(client, run_worker, winterzauber):
-    WatchedItem.objects.create(
-        inventory_item_id=OTHER_ITEM, label="Nordlicht", ad_group_id="556", customer_id="1234567890"
-    )
+    watch(OTHER_ITEM, "556", label="Nordlicht", customer_id="1234567890")
     mine = send(client, 0, 10)
     other = send(client, 7, 10, item=OTHER_ITEM)
     unwatched = send(client, 3, 10, item=OTHER_ITEM + 1)
@@ -183,7 +185,7 @@ def test_a_followers_ads_error_leaves_it_failed_for_its_own_job(
     assert inbox.process(leader.pk, final_attempt=False) == Status.DONE
 
     leader, follower = refreshed(leader, follower)
-    assert leader.result.startswith(f"total available 5; ad groups set with delivery {follower.pk}")
+    assert leader.result.startswith(f"total available 0; ad groups set with delivery {follower.pk}")
     assert follower.status == Status.FAILED
     assert follower.attempts == 1
     assert "TransientAdsError" in follower.last_error
@@ -346,6 +348,28 @@ def test_an_untracked_level_in_a_batch_acts_on_nothing_as_it_would_alone(
     assert (tracked.status, tracked.result) == (Status.DONE, "total available 10")
     assert untracked.status == Status.IGNORED
     assert StockLevel.objects.get().available is None
+
+
+def test_an_untracked_level_at_another_location_after_the_last_tracked_one_does_not_decide(
+    client, run_worker, winterzauber
+):
+    """5 in the warehouse; then, waiting together, the store sold out (0) and the warehouse's
+    tracking switched off (null): alone, the first keeps the ads running (0 + 5) and the
+    second is stored without action; in one batch the same."""
+    send(client, 5, 9, location=WAREHOUSE)
+    run_worker()
+    sold_out = send(client, 0, 10, location=STORE)
+    untracked = send(client, None, 11, location=WAREHOUSE)
+    run_worker()
+
+    sold_out, untracked = refreshed(sold_out, untracked)
+    assert actions() == ["ENABLED"]  # the first level's; the batch sent nothing
+    assert (sold_out.status, sold_out.result) == (
+        Status.DONE,
+        "total available 5; ad group 555 ENABLED unchanged",
+    )
+    assert untracked.status == Status.IGNORED
+    assert StockLevel.objects.get(location_id=WAREHOUSE).available is None
 
 
 def test_a_follower_whose_body_cannot_be_read_fails_instead_of_staying_processing(

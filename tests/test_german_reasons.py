@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone, translation
 
-from automation import checkouts, inventory
+from automation import checkouts
 from automation.decisions import (
     NO_DISCOUNT_CODE,
     Basket,
@@ -20,8 +20,10 @@ from automation.decisions import (
     Probabilities,
     choose_reminder,
 )
-from automation.models import AdGroupAction, CheckoutState, ReminderSettings, WatchedItem
+from automation.models import AdGroupAction, CheckoutState, ReminderSettings
 from automation.sources.shopify_inventory import LevelUpdate
+from tests.support.levels import apply_level
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db
 
@@ -36,17 +38,16 @@ def german_shop(settings):
 
 def test_a_sell_out_is_logged_in_german(german_shop):
     # Given Winterzauber watched with "pause at 0"
-    WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-    )
+    watch(808950810, "555", customer_id="1234567890")
     # When the last candle is sold
     sold_out = LevelUpdate(808950810, 24826418, 0, datetime(2026, 11, 26, 10, tzinfo=UTC))
-    inventory.apply_levels(808950810, [sold_out], source=AdGroupAction.Source.WEBHOOK)
+    apply_level(sold_out, source=AdGroupAction.Source.WEBHOOK)
     # Then the action log says why, in German
     assert AdGroupAction.objects.get().reason == "Winterzauber: Bestand 0 ≤ 0"
+    # And so does the restock
+    restocked = LevelUpdate(808950810, 24826418, 12, datetime(2026, 11, 26, 11, tzinfo=UTC))
+    apply_level(restocked, source=AdGroupAction.Source.WEBHOOK)
+    assert AdGroupAction.objects.first().reason == "Winterzauber: Bestand 12 > 0"
 
 
 def test_a_reminder_decision_is_explained_in_german(german_shop):

@@ -9,14 +9,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from automation import inbox
-from automation.models import AdGroupAction, CheckoutState, Delivery, StockLevel, WatchedItem
+from automation.models import AdGroupAction, CheckoutState, Delivery, StockLevel, WatchedProduct
 from tests.postgres import kill_django_connection
 from tests.signing import SECRET, post_shopify, shopify_headers
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+ITEM = 808950810
+PRODUCT = 632910392
 TOPICS = [
     ("shopify", "inventory_levels/update"),
+    ("shopify", "inventory_levels/disconnect"),
+    ("shopify", "products/create"),
+    ("shopify", "products/update"),
+    ("shopify", "products/delete"),
     ("shopify", "checkouts/create"),
     ("shopify", "checkouts/update"),
     ("shopify", "orders/create"),
@@ -58,6 +65,11 @@ KEYS = [
     "vendor",
     "title",
     "after_expiration",
+    "variants",
+    "inventory_policy",
+    "inventory_management",
+    "position",
+    "admin_graphql_api_id",
 ]
 scalars = (
     st.none()
@@ -66,6 +78,7 @@ scalars = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=30)
     | st.sampled_from(["2026-11-26T16:10:00+01:00", "2026-11-26T16:10:00", "40.00", "opt_in", "-1"])
+    | st.sampled_from([ITEM, PRODUCT, "active", "archived", "deny", "continue", "shopify"])
     # text no database or mail can take: it must end `invalid` where it is kept, never `dead`
     | st.sampled_from(["Kerze\x00", "\ud800", "kundin\udfff@example.com"])
 )
@@ -89,11 +102,8 @@ FUZZ = settings(
 @FUZZ
 @given(payload=payloads, route=st.sampled_from(TOPICS))
 def test_handlers_end_every_signed_body_with_a_status_never_a_crash(queue, payload, route):
-    WatchedItem.objects.get_or_create(
-        inventory_item_id=808950810,
-        ad_group_id="555",
-        defaults={"label": "W", "customer_id": "1234567890"},
-    )
+    if not WatchedProduct.objects.exists():
+        watch(ITEM, "555", label="W", customer_id="1234567890", product_id=PRODUCT)
     source, topic = route
     try:
         body = json.dumps(payload, allow_nan=True).encode()
@@ -116,12 +126,7 @@ def test_handlers_end_every_signed_body_with_a_status_never_a_crash(queue, paylo
 
 
 def test_a_captured_delivery_resent_a_week_later_changes_nothing(client, run_worker):
-    WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-    )
+    watch(ITEM, "555", customer_id="1234567890")
     body = json.dumps(
         {
             "inventory_item_id": 808950810,

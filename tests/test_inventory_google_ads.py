@@ -3,9 +3,10 @@
 import pytest
 from django.core import mail
 
-from automation.models import AdGroupAction, Delivery, WatchedItem
+from automation.models import AdGroupAction, Delivery
 from tests.ads_standin import DEVELOPER_TOKEN
 from tests.signing import post_shopify
+from tests.support.watching import ad_group, watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,12 +20,7 @@ SOLD_OUT = {
 
 @pytest.fixture
 def winterzauber():
-    return WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-    )
+    return watch(808950810, "555", customer_id="1234567890")
 
 
 def test_sell_out_sends_the_exact_pause_operation(client, run_worker, winterzauber, google_ads):
@@ -92,12 +88,7 @@ def test_transient_forever_exhausts_job_retries_then_dead_with_one_alert(
 def test_one_broken_ad_group_does_not_block_the_others(
     client, run_worker, winterzauber, google_ads
 ):
-    WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber B",
-        ad_group_id="999",
-        customer_id="1234567890",
-    )
+    winterzauber.ad_groups.add(ad_group("999", "1234567890"))
     google_ads.always("999", "permanent")
     post_shopify(client, SOLD_OUT, topic="inventory_levels/update")
     run_worker()

@@ -6,16 +6,14 @@ import logging
 import pytest
 
 from automation.log_context import DeliveryIdFilter, RedactEmailsFilter, redact_emails
-from automation.models import WatchedItem
 from tests.signing import post_shopify
+from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_metrics_show_deliveries_latency_jobs_reaction_queue_and_reminders(client, run_worker):
-    WatchedItem.objects.create(
-        inventory_item_id=808950810, label="W", ad_group_id="555", customer_id="1234567890"
-    )
+    watch(808950810, "555", label="W", customer_id="1234567890")
     body = {
         "inventory_item_id": 808950810,
         "location_id": 1,
@@ -23,7 +21,7 @@ def test_metrics_show_deliveries_latency_jobs_reaction_queue_and_reminders(clien
         "updated_at": "2026-11-26T16:10:00+01:00",
     }
     post_shopify(client, body, topic="inventory_levels/update")
-    post_shopify(client, {"x": 1}, topic="products/update")
+    post_shopify(client, {"x": 1}, topic="collections/update")
     run_worker()
 
     response = client.get("/metrics")
@@ -34,7 +32,7 @@ def test_metrics_show_deliveries_latency_jobs_reaction_queue_and_reminders(clien
         in text
     )
     assert (
-        # products/update has no handler: its topic label is bounded to `other`
+        # collections/update has no handler: its topic label is bounded to `other`
         'elbkerzen_deliveries{source="shopify",status="ignored",topic="other"} 1.0' in text
     )
     assert "elbkerzen_dead_letters 0.0" in text
@@ -59,8 +57,8 @@ def test_metrics_are_not_public_by_accident(client, settings, queue):
 def test_every_log_line_of_a_delivery_names_it(client, run_worker, caplog):
     caplog.set_level(logging.DEBUG)
     caplog.handler.addFilter(DeliveryIdFilter())
-    post_shopify(client, {"x": 1}, topic="products/update")
-    post_shopify(client, {"x": 1}, topic="products/update")
+    post_shopify(client, {"x": 1}, topic="collections/update")
+    post_shopify(client, {"x": 1}, topic="collections/update")
     from automation import jobs
     from automation.models import Delivery
 

@@ -16,11 +16,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_topic_without_handler_ends_ignored(client, run_worker):
-    post_shopify(client, {"id": 1}, topic="products/update")
+    post_shopify(client, {"id": 1}, topic="collections/update")
     run_worker()
     delivery = Delivery.objects.get()
     assert delivery.status == Delivery.Status.IGNORED
-    assert delivery.result == "no handler for products/update"
+    assert delivery.result == "no handler for collections/update"
     assert delivery.attempts == 1
     assert delivery.processed_at is not None
 

@@ -228,3 +228,46 @@ def test_a_permanent_ads_failure_ends_the_promotion_with_one_alert(queue, google
     assert promotion.ended_at is not None
     assert "777" in promotion.last_error
     assert len(mail.outbox) == 1
+
+
+def test_the_start_enables_and_the_end_pauses_its_ad_groups_through_the_rule(queue):
+    """Each edge runs at its instant (as the scheduler runs it), and the rule decides then."""
+    start = timezone.localdate() + timedelta(days=10)
+    promotion = make_promotion(
+        start_date=start, start_time=time(9, 0), end_day=start + timedelta(days=7)
+    )
+
+    assert promotions.run_edge(promotion.pk, "start", promotion.start_at).startswith("ran start")
+    assert promotions.run_edge(promotion.pk, "end", promotion.end_at).startswith("ran end")
+
+    actions = AdGroupAction.objects.order_by("pk").values_list(
+        "ad_group_id", "desired_status", "source", "reason"
+    )
+    assert list(actions) == [
+        ("777", "ENABLED", "promotion", "promotion “Pfingsten” is running"),
+        ("777", "PAUSED", "promotion", "promotion “Pfingsten” ended"),
+    ]
+
+
+def test_an_ad_group_removed_in_google_ads_is_marked_once_and_the_end_is_done(
+    queue, google_ads, settings
+):
+    """Not a failure to retry: Google Ads refuses every change of a removed ad group, so it
+    is marked (one alert) and skipped from then on."""
+    from django.core import mail
+
+    from automation.models import AdGroup
+
+    settings.ALERT_EMAILS = ["inhaber@elbkerzen.example"]
+    google_ads.always("777", "removed")
+    promotion = make_promotion(start_date=date(2026, 5, 20), start_time=time(9, 0))
+    promotions.run_edge(promotion.pk, "start", promotion.start_at)
+    promotions.run_edge(promotion.pk, "end", promotion.end_at)
+
+    promotion.refresh_from_db()
+    assert (promotion.status, promotion.last_error) == (Promotion.Status.ENDED, "")
+    assert AdGroup.objects.get(ad_group_id="777").missing == AdGroup.Missing.REMOVED
+    assert len(google_ads.requests) == 1  # the start's; the end skipped the marked ad group
+    assert [m.subject for m in mail.outbox] == [
+        "[Elbkerzen] Ad group ad group 777: removed in Google Ads"
+    ]

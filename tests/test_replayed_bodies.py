@@ -20,10 +20,10 @@ from automation.models import (
     Delivery,
     ReminderDecision,
     StockLevel,
-    WatchedItem,
 )
 from tests.admin_shop import serve_admin_shop
 from tests.signing import STRIPE_SECRET, post_shopify, post_stripe, shopify_headers, stripe_header
+from tests.support.watching import watch
 from tests.test_checkouts import SAMPLES, checkout_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,13 +51,7 @@ def replay(client, delivery: Delivery, topic: str):
 @pytest.fixture
 def busy_shop(client, run_worker):
     """A shop day: stock levels, two checkouts with decisions, an order."""
-    WatchedItem.objects.create(
-        inventory_item_id=LEVEL["inventory_item_id"],
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-        pause_at=0,
-    )
+    watch(LEVEL["inventory_item_id"], "555", customer_id="1234567890", pause_at=0)
     post_shopify(client, LEVEL, topic="inventory_levels/update")
     post_shopify(client, checkout_body(), topic="checkouts/create")
     post_shopify(
@@ -143,6 +137,15 @@ def test_a_checkout_body_replayed_as_customers_redact_deletes_nothing(
         ("inventory_levels/update", "checkouts/update", "token"),
         ("orders/create", "shop/redact", "not a shop/redact body"),
         ("orders/create", "customers/redact", "customers/redact needs"),
+        # the destructive catalogue topics: a level or an order must not remove anything
+        (
+            "inventory_levels/update",
+            "inventory_levels/disconnect",
+            "not an inventory_levels/disconnect body: it has admin_graphql_api_id, available",
+        ),
+        ("orders/create", "products/delete", "not a products/delete body: it has"),
+        ("inventory_levels/update", "products/update", "id must be a positive integer"),
+        ("orders/create", "products/update", "not a product body: admin_graphql_api_id"),
     ],
 )
 def test_a_body_replayed_under_another_topic_is_invalid_and_changes_nothing(

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 ATTACKER = "203.0.113.66"
 MERCHANT = "198.51.100.7"
 PROXY = "172.18.0.2"
-URL = "/api/watched-items/"
+URL = "/api/watched-products/"
 PASSWORD = "korrektes-Pferd-Batterie-42"
 
 
@@ -35,7 +35,7 @@ def _clean_redis(redis):
 @pytest.fixture
 def token() -> str:
     user = User.objects.create_user("api", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename="view_watcheditem"))
+    user.user_permissions.set(Permission.objects.filter(codename="view_watchedproduct"))
     return Token.objects.create(user=user).key
 
 

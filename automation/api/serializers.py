@@ -68,6 +68,16 @@ class AdGroupRefSerializer(DefaultCustomerIdMixin, serializers.Serializer):
         self.instance = None  # each entry is new: the account default applies to each
 
 
+class VariantIdsField(serializers.ListField):
+    """Shopify variant ids in, the chosen variants' ids out (variants known only by an
+    inventory item have no variant id yet and are left out)."""
+
+    child = serializers.IntegerField(min_value=1)
+
+    def to_representation(self, value: Any) -> list[int]:
+        return [variant.variant_id for variant in value.all() if variant.variant_id]
+
+
 class WatchedProductSerializer(serializers.ModelSerializer):
     """A product whose ad groups pause when it can no longer be sold.
 
@@ -77,9 +87,7 @@ class WatchedProductSerializer(serializers.ModelSerializer):
     time the product was decided.
     """
 
-    variants = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, allow_empty=True
-    )
+    variants = VariantIdsField(required=False, allow_empty=True)
     ad_groups = AdGroupRefSerializer(many=True, allow_empty=False)
     reason = serializers.SerializerMethodField()
 
@@ -102,17 +110,6 @@ class WatchedProductSerializer(serializers.ModelSerializer):
         read_only_fields = ["sellable", "stock", "decided_at"]
         extra_kwargs = {"product_id": {"required": True, "allow_null": False}}
 
-    def to_representation(self, instance: WatchedProduct) -> dict[str, Any]:
-        data = super().to_representation(instance)
-        data["variants"] = [
-            variant.variant_id for variant in instance.variants.all() if variant.variant_id
-        ]
-        data["ad_groups"] = [
-            {"customer_id": group.customer_id, "ad_group_id": group.ad_group_id}
-            for group in instance.ad_groups.all()
-        ]
-        return data
-
     def get_reason(self, instance: WatchedProduct) -> str:
         return stock_facts.stored_sellability(instance).reason.text() if instance.decided_at else ""
 
@@ -130,8 +127,20 @@ class WatchedProductSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(
                 {"resume_at": ["resume_at cannot be below pause_at."]}
             )
+        product_id = attrs.get("product_id", getattr(self.instance, "product_id", None))
+        if "variants" not in attrs and self.instance is not None and "product_id" in attrs:
+            # Another product, the chosen variants kept: they would count for the wrong one.
+            foreign = self.instance.variants.exclude(product__product_id=product_id)
+            if foreign.exists():
+                raise serializers.ValidationError(
+                    {
+                        "variants": [
+                            f"The chosen variants are not of product {product_id}: give its "
+                            "variants, or [] for all of them."
+                        ]
+                    }
+                )
         if "variants" in attrs:
-            product_id = attrs.get("product_id", getattr(self.instance, "product_id", None))
             wanted = set(attrs["variants"])
             known = Variant.objects.filter(
                 variant_id__in=wanted, product__product_id=product_id, deleted_at__isnull=True

@@ -62,6 +62,9 @@ class WatchedProductViewSet(viewsets.ModelViewSet):
         serializer.save()
         self._decide_again(serializer.instance, before)
 
+    def perform_destroy(self, instance: WatchedProduct) -> None:
+        apply.stop_watching([instance], source=AdGroupAction.Source.ADMIN)
+
     @staticmethod
     def _decide_again(product: WatchedProduct, before: set) -> None:
         # After the commit, so an Ads error (logged as a failed action) never loses the save.

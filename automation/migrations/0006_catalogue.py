@@ -33,7 +33,7 @@ def watched_items_to_products(apps, schema_editor):
         if stock is not None:
             sellable = stock > pause_at
             code = "in_stock" if sellable else "sold_out"
-            values = {"label": label, "stock": stock, "level": pause_at, "where": ""}
+            values = {"label": label, "stock": stock, "level": pause_at, "where": []}
             reason = {"code": code, "values": values}
         product = WatchedProduct.objects.create(
             product_id=None,

@@ -25,12 +25,20 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from .. import ads, alerts
 from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
-from ..models import AdGroup, AdGroupAction, Delivery, StockLevel, WatchedProduct
+from ..models import (
+    AdGroup,
+    AdGroupAction,
+    Delivery,
+    PromotionAdGroup,
+    StockLevel,
+    WatchedProduct,
+)
 from ..sources.shopify_inventory import LevelUpdate
 from . import brake, facts, levels, rule
 from .facts import Key
@@ -84,21 +92,54 @@ def lock_products(product_ids: Iterable[int]) -> list[WatchedProduct]:
     )
 
 
-def evaluate(products: Sequence[WatchedProduct], now: datetime | None = None) -> set[Key]:
-    """Decide each (locked) watched product from its stock and store the answer; returns the
-    ad groups they control, for `settle`."""
+def lock_watching(inventory_item_ids: Iterable[int]) -> list[WatchedProduct]:
+    """The enabled watched products that count these inventory items, locked, in pk order
+    (one statement: `facts.watching` as a subquery of the lock)."""
+    return list(
+        WatchedProduct.objects.select_for_update()
+        .filter(pk__in=facts.watching_query(inventory_item_ids))
+        .order_by("pk")
+    )
+
+
+@dataclass(frozen=True)
+class OfProducts:
+    """The ad groups some watched products control (and `extra` ones), locked by `settle` in
+    one statement, without reading them first."""
+
+    product_ids: frozenset[int]
+    extra: frozenset[Key] = frozenset()
+
+    def __or__(self, other: Iterable[Key]) -> OfProducts:
+        return OfProducts(self.product_ids, self.extra | frozenset(other))
+
+
+def evaluate(products: Sequence[WatchedProduct], now: datetime | None = None) -> OfProducts:
+    """Decide each (locked) watched product from its stock and store the answer (only what
+    changed is written); returns the ad groups they control, for `settle`."""
     if not products:
-        return set()
+        return OfProducts(frozenset())
     now = now or timezone.now()
     found = facts.product_facts(products)
+    changed = []
     for product in products:
         sellability = rule.product_sellable(found[product.pk])
-        product.sellable = sellability.sellable
-        product.stock = sellability.stock
-        product.reason = {"code": sellability.reason.code, "values": sellability.reason.values}
-        product.decided_at = now
-    WatchedProduct.objects.bulk_update(products, ["sellable", "stock", "reason", "decided_at"])
-    return ad_groups_of([product.pk for product in products])
+        reason = {"code": sellability.reason.code, "values": sellability.reason.values}
+        before = (product.sellable, product.stock, product.reason)
+        product.sellable, product.stock, product.reason = (
+            sellability.sellable,
+            sellability.stock,
+            reason,
+        )
+        if (
+            before != (product.sellable, product.stock, product.reason)
+            or product.decided_at is None
+        ):
+            product.decided_at = now
+            changed.append(product)
+    if changed:
+        WatchedProduct.objects.bulk_update(changed, ["sellable", "stock", "reason", "decided_at"])
+    return OfProducts(frozenset(product.pk for product in products))
 
 
 def ad_groups_of(product_ids: Iterable[int]) -> set[Key]:
@@ -127,26 +168,42 @@ def redecide(
 # --- ad groups -----------------------------------------------------------------------------
 
 
-def lock_ad_groups(keys: Iterable[Key]) -> list[AdGroup]:
+def lock_ad_groups(keys: Iterable[Key] | OfProducts) -> list[AdGroup]:
     """The ad groups, created where missing, locked until the transaction ends, in pk order."""
-    keys = sorted(set(keys))
-    if not keys:
-        return []
-    AdGroup.objects.bulk_create(
-        [AdGroup(customer_id=c, ad_group_id=a) for c, a in keys], ignore_conflicts=True
-    )
+    if isinstance(keys, OfProducts):
+        controlled = AdGroup.objects.filter(watched_products__pk__in=keys.product_ids)
+        found = list(_locking().filter(pk__in=controlled.values("pk")))
+        if not keys.extra:
+            return found
+        more = [group for group in lock_ad_groups(keys.extra) if group not in found]
+        return sorted([*found, *more], key=lambda group: group.pk)
     wanted = set(keys)
-    found = (
-        AdGroup.objects.select_for_update(of=("self",))
-        .select_related("manual_by")
-        .filter(ad_group_id__in={a for _, a in keys})
-        .order_by("pk")
+    if not wanted:
+        return []
+    found = _locked(wanted)
+    missing = wanted - {group.key for group in found}
+    if missing:  # rare: an ad group a promotion names first, or a test's
+        AdGroup.objects.bulk_create(
+            [AdGroup(customer_id=c, ad_group_id=a) for c, a in sorted(missing)],
+            ignore_conflicts=True,
+        )
+        found = _locked(wanted)
+    return found
+
+
+def _locking():
+    return (
+        AdGroup.objects.select_for_update(of=("self",)).select_related("manual_by").order_by("pk")
     )
+
+
+def _locked(wanted: set[Key]) -> list[AdGroup]:
+    found = _locking().filter(ad_group_id__in={a for _, a in wanted})
     return [group for group in found if group.key in wanted]
 
 
 def settle(
-    keys: Iterable[Key],
+    keys: Iterable[Key] | OfProducts,
     *,
     source: str,
     delivery: Delivery | None = None,
@@ -165,7 +222,9 @@ def settle(
     """
     now = now or timezone.now()
     settled = []
-    with transaction.atomic():
+    # No savepoint: inside a caller's transaction (the inbox's) nothing here raises on
+    # purpose; alone, this is the transaction.
+    with transaction.atomic(savepoint=False):
         groups = lock_ad_groups(keys)
         found = facts.ad_group_facts(groups, now)
         for group in groups:
@@ -216,10 +275,15 @@ def _settle_one(
         done.drifted = _observe(group, observed, observed_at)
     if verdict.status is None:
         return done
-    if observed is not None and observed != verdict.status and source in brake.BRAKED_SOURCES:
-        if verdict.status == rule.PAUSED and brake.open_held(*group.key):
-            done.result = Result.HELD  # already waiting for the merchant: not held twice
-            return done
+    if (
+        observed is not None
+        and observed != verdict.status
+        and source in brake.BRAKED_SOURCES
+        and verdict.status == rule.PAUSED
+        and brake.open_held(*group.key)
+    ):
+        done.result = Result.HELD  # already waiting for the merchant: not held twice
+        return done
     if done.drifted:
         done.reason = gettext("drift: Google Ads had %(real)s; %(reason)s") % {
             "real": observed,
@@ -353,20 +417,29 @@ def apply_levels(
     product take turns and the last one decides with every level. The ad groups are set
     once, after the last tracked level: the earlier levels' statuses would be outdated
     before they were sent. A level that says `available: null` (not tracked) is stored but
-    never acts.
+    never acts: the ones after the last tracked level are stored after the decision.
     """
     product_ids = facts.watching({update.inventory_item_id for update in updates})
     if not product_ids:
         return AppliedLevels(watched=False)
     products = lock_products(product_ids)
-    written = levels.store_levels(updates)
+    # The untracked levels after the last tracked one are stored after the decision: alone,
+    # each would be stored without action, so the decision must not see them.
+    tail = next(
+        (i + 1 for i in reversed(range(len(updates))) if updates[i].available is not None), 0
+    )
+    written = levels.store_levels(updates[:tail]) if tail else []
     tracked = [i for i, done in enumerate(written) if done and updates[i].available is not None]
     if not tracked:
+        if tail < len(updates):
+            written += levels.store_levels(updates[tail:])
         return AppliedLevels(written=written)
     last = tracked[-1]
     keys = evaluate(products)
     delivery = deliveries[last] if deliveries else None
     settled = settle(keys, source=source, delivery=delivery)
+    if tail < len(updates):
+        written += levels.store_levels(updates[tail:])
     stock = {product.label: product.stock for product in products}
     return AppliedLevels(written=written, decided_by=last, stock=stock, settled=settled)
 
@@ -385,3 +458,13 @@ def redecide_counting(location_id: int) -> list[Settled]:
         "inventory_item_id", flat=True
     )
     return redecide(facts.watching(items), source=Source.ADMIN)
+
+
+def stop_watching(products: Sequence[WatchedProduct], *, source: str) -> list[Settled]:
+    """Delete watched products and settle the ad groups they controlled: another product or a
+    promotion may decide them now (an ad group nothing controls any more stays as it is)."""
+    with transaction.atomic():
+        locked = lock_products(product.pk for product in products)
+        keys = ad_groups_of([product.pk for product in locked])
+        WatchedProduct.objects.filter(pk__in=[product.pk for product in locked]).delete()
+        return settle(keys, source=source)

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from ..models import (
     AdGroup,
@@ -27,43 +27,41 @@ Key = tuple[str, str]
 """An ad group: (customer id, ad group id)."""
 
 
+def watching_query(inventory_item_ids: Iterable[int]) -> QuerySet:
+    """The pks of the enabled watched products that count any of these inventory items: those
+    that chose its variant, and those watching all variants of its product."""
+    variants = Variant.objects.filter(
+        inventory_item_id__in=list(inventory_item_ids), deleted_at__isnull=True
+    )
+    chosen = Q(variants__in=variants)
+    whole = Q(variants__isnull=True, product_id__in=variants.values("product__product_id"))
+    return WatchedProduct.objects.filter(chosen | whole, enabled=True).values("pk")
+
+
 def watching(inventory_item_ids: Iterable[int]) -> list[int]:
-    """The enabled watched products (ids, ascending) that count any of these inventory items:
-    those that chose its variant, and those watching all variants of its product."""
-    item_ids = list(inventory_item_ids)
-    chosen = WatchedProduct.objects.filter(
-        enabled=True, variants__inventory_item_id__in=item_ids, variants__deleted_at__isnull=True
-    ).values_list("pk", flat=True)
-    products = Variant.objects.filter(
-        inventory_item_id__in=item_ids, deleted_at__isnull=True, product__isnull=False
-    ).values("product__product_id")
-    whole = WatchedProduct.objects.filter(
-        enabled=True, variants__isnull=True, product_id__in=products
-    ).values_list("pk", flat=True)
-    return sorted(set(chosen) | set(whole))
+    """`watching_query`'s pks, ascending."""
+    return sorted(set(watching_query(inventory_item_ids).values_list("pk", flat=True)))
 
 
 def counted_variants(products: Sequence[WatchedProduct]) -> dict[int, list[Variant]]:
     """Each watched product's variants that count: its chosen ones, else all of its product's
     (variants Shopify deleted never count)."""
     chosen: dict[int, list[Variant]] = defaultdict(list)
+    with_subset: set[int] = set()
     through = WatchedProduct.variants.through.objects.filter(
-        watchedproduct_id__in=[product.pk for product in products],
-        variant__deleted_at__isnull=True,
+        watchedproduct_id__in=[product.pk for product in products]
     ).select_related("variant")
     for row in through.order_by("variant__position", "variant_id"):
-        chosen[row.watchedproduct_id].append(row.variant)
-    with_subset = set(
-        WatchedProduct.variants.through.objects.filter(
-            watchedproduct_id__in=[product.pk for product in products]
-        ).values_list("watchedproduct_id", flat=True)
-    )
+        with_subset.add(row.watchedproduct_id)  # a chosen variant Shopify deleted still chose
+        if row.variant.deleted_at is None:
+            chosen[row.watchedproduct_id].append(row.variant)
     whole_ids = {p.product_id for p in products if p.pk not in with_subset and p.product_id}
     by_product: dict[int, list[Variant]] = defaultdict(list)
-    for variant in Variant.objects.filter(
-        product__product_id__in=whole_ids, deleted_at__isnull=True
-    ).select_related("product"):
-        by_product[variant.product.product_id].append(variant)
+    if whole_ids:
+        for variant in Variant.objects.filter(
+            product__product_id__in=whole_ids, deleted_at__isnull=True
+        ).select_related("product"):
+            by_product[variant.product.product_id].append(variant)
     return {
         product.pk: (
             chosen[product.pk] if product.pk in with_subset else by_product[product.product_id]
@@ -127,7 +125,7 @@ def stored_sellability(product: WatchedProduct) -> rule.Sellability:
         product.sellable,
         rule.Reason(reason.get("code", "stock_unknown"), dict(reason.get("values") or {})),
         product.stock,
-        str((reason.get("values") or {}).get("where", "")),
+        rule.where_text((reason.get("values") or {}).get("where")),
     )
 
 
@@ -138,7 +136,8 @@ def in_window(start_at: datetime | None, end_at: datetime | None, now: datetime)
 
 def ad_group_facts(ad_groups: Sequence[AdGroup], now: datetime) -> dict[Key, rule.AdGroupFact]:
     """Everything that controls each ad group, keyed by (customer id, ad group id)."""
-    keys = [group.key for group in ad_groups]
+    # Ad groups locked by `apply.settle` know whether a promotion lists them.
+    keys = [group.key for group in ad_groups if getattr(group, "in_promotion", True)]
     promotions: dict[Key, list[rule.PromotionFact]] = defaultdict(list)
     if keys:
         listed = Q()

@@ -18,7 +18,7 @@ from ..handling import Outcome, handles, handles_batch
 from ..models import AdGroupAction, Delivery, WatchedProduct
 from ..sources.shopify_inventory import LevelUpdate
 from ..sources.shopify_products import LevelDisconnected, ProductDeleted, ProductUpdate
-from . import apply, catalogue, facts, levels
+from . import apply, catalogue, levels
 
 Status = Delivery.Status
 WEBHOOK = AdGroupAction.Source.WEBHOOK
@@ -78,8 +78,7 @@ def handle_disconnect(event: LevelDisconnected, delivery: Delivery) -> Outcome:
                 Status.IGNORED,
                 f"Shopify still stocks inventory item {item} at location {location}: kept",
             )
-    product_ids = facts.watching([item])
-    products = apply.lock_products(product_ids)
+    products = apply.lock_watching([item])
     removed = levels.remove_level(item, location)
     if not products:
         note = "level removed" if removed else "no level stored"

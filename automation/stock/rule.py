@@ -154,10 +154,11 @@ def product_sellable(product: ProductFact) -> Sellability:
         for level in variant.levels
         if level.counted
     )
-    where = _where(product.variants)
+    entries = _where(product.variants)
+    where = where_text(entries)
     waiting = product.was_sellable is False and product.resume_at > product.pause_at
     level = product.resume_at if waiting else product.pause_at
-    values = {"label": label, "stock": stock, "level": level, "where": where}
+    values = {"label": label, "stock": stock, "level": level, "where": entries}
     if stock > level:
         return Sellability(True, Reason("in_stock", values), stock, where)
     unknown = [variant.name for variant in product.variants if not variant.levels]
@@ -205,26 +206,34 @@ def _last_relevant(promotions: Sequence[PromotionFact]) -> PromotionFact:
     return next((promotion for promotion in promotions if promotion.ended), promotions[0])
 
 
-def _where(variants: Sequence[VariantFact]) -> str:
-    """The variants and locations holding counted stock, when there is more than one of
-    either (a one-variant, one-location product needs no detail)."""
+def _where(variants: Sequence[VariantFact]) -> list[list[object]]:
+    """The variants (and locations, when there are several) holding counted stock, as
+    [variant, location or "", available] entries; none for a one-variant, one-location
+    product, which needs no detail. Kept as values, written out in the reader's language."""
     locations = {level.location for variant in variants for level in variant.levels}
     if len(variants) == 1 and len(locations) <= 1:
-        return ""
-    parts = []
+        return []
+    entries: list[list[object]] = []
     for variant in variants:
         held = [level for level in variant.levels if level.counted and (level.available or 0) > 0]
-        if not held:
-            continue
         if len(locations) > 1:
-            places = ", ".join(
-                f"{formats.localize(level.available)} {level.location}" for level in held
-            )
-            parts.append(f"{variant.name}: {places}")
-        else:
-            total = sum(level.available or 0 for level in held)
-            parts.append(f"{variant.name}: {formats.localize(total)}")
-    return "; ".join(parts)
+            entries += [[variant.name, level.location, level.available] for level in held]
+        elif held:
+            entries.append([variant.name, "", sum(level.available or 0 for level in held)])
+    return entries
+
+
+def where_text(entries: object) -> str:
+    """'groß: 3 Lager Hamburg; klein: 2' from `_where`'s entries (or a name, for one variant)."""
+    if isinstance(entries, str):
+        return entries
+    by_variant: dict[str, list[str]] = {}
+    for name, location, available in entries or []:  # type: ignore[misc]
+        amount = formats.localize(available)
+        by_variant.setdefault(str(name), []).append(
+            f"{amount} {location}" if location else str(amount)
+        )
+    return "; ".join(f"{name}: {', '.join(parts)}" for name, parts in by_variant.items())
 
 
 # --- words ---------------------------------------------------------------------------------
@@ -246,7 +255,7 @@ def _render(reason: Reason) -> str:
             "unlisted": gettext("unlisted"),
         }.get(str(status), str(status))
     text = _TEMPLATES[code]() % values
-    where = values.get("where")
+    where = where_text(values.get("where"))
     if where and code in ("in_stock", "below_resume", "sold_out", "all_sold_out"):
         text = f"{text} ({where})"
     return text

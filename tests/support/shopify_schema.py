@@ -7,10 +7,12 @@ e80be805d3f4d128c0d1cb4d875059d48a84abea removed it (2025-07-16), when dev-mcp b
 schemas at run time. 2025-01 is the newest Admin version that repository ever carried. ISC
 licence, copyright 2025-present Shopify Inc.
 
-How we get it: the same bytes ship in the npm package @shopify/dev-mcp@1.1.0 (its `data/`), so
-the first run takes them with `npm pack` of that one version, checks them against SCHEMA_SHA256
-and keeps them in var/ (git-ignored); SHOPIFY_ADMIN_SCHEMA names a local copy instead. The file
-itself is not committed: vendor data fetched from elsewhere stays out of this repository.
+How we get it: the same bytes ship in the npm package @shopify/dev-mcp@1.1.0 (its `data/`).
+`make test` takes them before the tests run, like any other test dependency
+(`python -m tests.support.shopify_schema`: `npm pack` of that one version, checked against
+SCHEMA_SHA256, kept in var/, git-ignored); the tests themselves only read the file, offline.
+SHOPIFY_ADMIN_SCHEMA names a local copy instead. The file itself is not committed: vendor data
+fetched from elsewhere stays out of this repository.
 
 Our pinned version is 2026-07 (automation/adapters/shopify_admin.API_VERSION). The fields
 Shopify added after 2025-01 that our documents use are added by NEWER_FIELDS, each from
@@ -55,10 +57,20 @@ class SchemaUnavailable(Exception):
 
 
 def schema_file() -> Path:
-    """The published introspection file: SHOPIFY_ADMIN_SCHEMA, the cached copy, or npm's."""
+    """The published introspection file: SHOPIFY_ADMIN_SCHEMA or the copy `make test` took."""
     override = os.environ.get("SHOPIFY_ADMIN_SCHEMA")
     if override:
         return _checked(Path(override))
+    if not CACHE.exists():
+        raise SchemaUnavailable(
+            f"{CACHE} is missing: `make test` takes it from {NPM_PACKAGE} "
+            "(python -m tests.support.shopify_schema)"
+        )
+    return _checked(CACHE)
+
+
+def download() -> Path:
+    """Take the schema from the npm package into var/ (once; a checked copy is kept)."""
     if CACHE.exists():
         try:
             return _checked(CACHE)
@@ -120,3 +132,11 @@ def _check(data: bytes, source: str) -> None:
     digest = hashlib.sha256(data).hexdigest()
     if digest != SCHEMA_SHA256:
         raise SchemaUnavailable(f"{source} is not the published schema (sha256 {digest})")
+
+
+if __name__ == "__main__":
+    try:
+        print(f"Shopify Admin schema {SCHEMA_VERSION}: {download()}")
+    except SchemaUnavailable as err:
+        # Not fatal here: the schema test skips without it (and fails under CI=true).
+        print(f"Shopify Admin schema not taken: {err}")
