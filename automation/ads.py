@@ -9,9 +9,12 @@ sends it, logs it (`AdGroupAction`), and remembers what the backend confirmed (`
 so an unchanged status is not sent again.
 """
 
+import contextlib
 import functools
 import logging
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,6 +62,31 @@ def job_deadline() -> float | None:
     return time.monotonic() + (ends_at - datetime.now(UTC)).total_seconds()
 
 
+_ON_A_PAGE: ContextVar[bool] = ContextVar("ads_on_a_page", default=False)
+
+
+@contextlib.contextmanager
+def on_a_page() -> Iterator[None]:
+    """Status changes sent inside are for a page the merchant waits on (a save in the admin, a
+    manual pause): each ad group's call, retries included, ends within VENDOR_INTERACTIVE_TIMEOUT
+    seconds instead of a job's budget, so no web worker waits minutes on Google. What does not
+    get through is a failed call like any other: the next stock update or the nightly run sets
+    the ad group again."""
+    token = _ON_A_PAGE.set(True)
+    try:
+        yield
+    finally:
+        _ON_A_PAGE.reset(token)
+
+
+def call_deadline() -> float | None:
+    """The time.monotonic() by which an Ads call must end: the job's, or a page's; None else."""
+    deadline = job_deadline()
+    if deadline is None and _ON_A_PAGE.get():
+        return time.monotonic() + settings.VENDOR_INTERACTIVE_TIMEOUT
+    return deadline
+
+
 def chosen_backend() -> str:
     """ADS_BACKEND, checked: `dryrun` (nothing leaves the service) or `google`."""
     chosen = settings.ADS_BACKEND
@@ -82,7 +110,7 @@ def send_status(customer_id: str, ad_group_id: str, status: str) -> str:
         base=settings.ADS_BACKOFF_BASE,
         cap=settings.ADS_BACKOFF_CAP,
         timeout=settings.ADS_CALL_TIMEOUT,
-        deadline=job_deadline(),
+        deadline=call_deadline(),
         client=google_client(),
     )
     return Result.APPLIED

@@ -159,9 +159,27 @@ def webhooks_managed_by_toml() -> bool:
     return webhooks_managed_by() is WebhookManager.TOML
 
 
-def admin_client() -> ShopifyAdmin | None:
-    """The Shopify Admin API client (static token or client credentials), None if neither is set."""
+INTERACTIVE_RETRIES = 1
+"""A page the merchant waits on tries a throttled query once more, and sends each request once."""
+
+
+def admin_client(*, interactive: bool = False) -> ShopifyAdmin | None:
+    """The Shopify Admin API client (static token or client credentials), None if neither is set.
+
+    `interactive` for a page the merchant waits on (the pickers, a save that asks Shopify): each
+    request may take VENDOR_INTERACTIVE_TIMEOUT seconds and is not sent again after a network
+    error, so a slow Shopify holds the page, and the web worker, for seconds, not minutes.
+    """
     tokens = token_source()
     if tokens is None:
         return None
-    return ShopifyAdmin(settings.SHOPIFY_ADMIN_URL, tokens, settings.SHOPIFY_API_VERSION)
+    if not interactive:
+        return ShopifyAdmin(settings.SHOPIFY_ADMIN_URL, tokens, settings.SHOPIFY_API_VERSION)
+    return ShopifyAdmin(
+        settings.SHOPIFY_ADMIN_URL,
+        tokens,
+        settings.SHOPIFY_API_VERSION,
+        timeout=settings.VENDOR_INTERACTIVE_TIMEOUT,
+        max_retries=INTERACTIVE_RETRIES,
+        transport_attempts=1,
+    )

@@ -251,6 +251,13 @@ SHOPIFY_ADMIN_URL = env.str(
 
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
+# A vendor call a page waits on (the admin's product and ad group pickers, a save that asks
+# Shopify for a product's variants): seconds each call may take. A sync web worker waits that
+# long, so it stays short; jobs keep their own budgets (ADS_CALL_TIMEOUT, the job timeouts).
+VENDOR_INTERACTIVE_TIMEOUT = env.float("VENDOR_INTERACTIVE_TIMEOUT", default=4.0)
+if VENDOR_INTERACTIVE_TIMEOUT <= 0:
+    raise ImproperlyConfigured("set VENDOR_INTERACTIVE_TIMEOUT to a number of seconds above 0")
+
 # --- Google Ads -------------------------------------------------------------------------------
 # `dryrun` records what would be sent; `google` calls the API with the client's own GOOGLE_ADS_*
 # variables (or GOOGLE_ADS_CONFIGURATION_FILE_PATH), login_customer_id included.

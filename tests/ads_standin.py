@@ -276,7 +276,7 @@ class AdsStandIn:
         self.customer_name = "Elbkerzen Ads"
         self.ad_groups: dict[str, dict[str, str]] = {}
         self.searches: list[RecordedCall] = []
-        self.search_behaviour = "ok"  # or a BEHAVIOURS name: every search fails so
+        self.search_behaviour = "ok"  # or "slow", or a BEHAVIOURS name: every search fails so
         # What "Google" holds per ad group id: each successful mutate sets it, tests set it to
         # play a person changing an ad group by hand; GAQL searches answer from it.
         self.statuses: dict[str, str] = {}
@@ -415,6 +415,12 @@ class AdsStandIn:
             self.searches.append(RecordedCall(request=request, metadata=metadata))
             behaviour = self.search_behaviour
             groups = dict(self.ad_groups)
+        if behaviour == "slow":
+            # Answer late, like a slow Google; a caller whose deadline passed frees the thread.
+            until = time.monotonic() + self.slow_seconds
+            while context.is_active() and time.monotonic() < until:
+                time.sleep(0.01)
+            behaviour = "ok"
         if behaviour != "ok":
             self._abort_with(context, behaviour)
         query = " ".join(request.query.split())

@@ -1,7 +1,7 @@
 """Act, and see it: a save decides at once, manual states hold, the status column says what matters.
 
-Issue 16, "Act, and see it". Real PostgreSQL and Redis; the Ads backend is the dry run unless a
-test says otherwise, so every decision is logged as an AdGroupAction the test can read.
+Real PostgreSQL and Redis; the Ads backend is the dry run unless a test says otherwise, so every
+decision is logged as an AdGroupAction the test can read.
 """
 
 import re
@@ -10,37 +10,54 @@ from pathlib import Path
 
 import pytest
 from django.contrib.messages import get_messages
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext
 
-from automation import ads, decisions, inventory, reconcile
+from automation import ads, reconcile
 from automation.exceptions import TransientAdsError
-from automation.models import AdGroupAction, Delivery, StockLevel, WatchedItem
+from automation.models import AdGroup, AdGroupAction, Delivery, StockLevel, WatchedProduct
 from automation.sources.shopify_inventory import LevelUpdate
-from tests.shopify_standin import TOKEN, ShopifyStandIn
+from automation.stock import apply, levels, manual, rule
+from tests.shopify_standin import TOKEN, ShopifyStandIn, Variant
 from tests.signing import post_shopify
+from tests.support.watching import variant, watch
 
 ITEM = 808950810
+PRODUCT = 7001
 STORE = 24826418
 CUSTOMER = "1234567890"
 AD_GROUP = "555"
-CHANGELIST = "/admin/automation/watcheditem/"
+CHANGELIST = "/admin/automation/watchedproduct/"
 SAMPLES = Path(__file__).resolve().parent.parent / "automation" / "samples" / "shopify"
+
+
+def watched(label: str, item: int, ad_group_id: str, product_id: int) -> WatchedProduct:
+    """A one-variant product (no options, one location), watched with all of its variants."""
+    variant(item, product_id=product_id, variant_id=item + 1)
+    return watch(None, ad_group_id, label=label, product_id=product_id, customer_id=CUSTOMER)
 
 
 @pytest.fixture
 def winterzauber(db):
-    return WatchedItem.objects.create(
-        inventory_item_id=ITEM, label="Winterzauber", ad_group_id=AD_GROUP, customer_id=CUSTOMER
-    )
+    return watched("Winterzauber", ITEM, AD_GROUP, PRODUCT)
+
+
+def group() -> AdGroup:
+    return AdGroup.objects.get(customer_id=CUSTOMER, ad_group_id=AD_GROUP)
 
 
 def stock(available, at="2026-12-01T07:00:00+01:00", location=STORE, item=ITEM) -> None:
     """A stored level, as a webhook leaves it (without the Ads call)."""
-    inventory.store_level(LevelUpdate(item, location, available, datetime.fromisoformat(at)))
+    levels.store_levels([LevelUpdate(item, location, available, datetime.fromisoformat(at))])
+
+
+def decide(*products: WatchedProduct) -> None:
+    """The products decided from the stored levels, as the last webhook left them (no Ads call)."""
+    with transaction.atomic():
+        apply.evaluate(apply.lock_products([product.pk for product in products]))
 
 
 def actions() -> list[tuple[str, str]]:
@@ -51,16 +68,18 @@ def texts(response) -> list[str]:
     return [str(message) for message in get_messages(response.wsgi_request)]
 
 
-def change_form(item: WatchedItem, **changes) -> dict:
+def change_form(product: WatchedProduct, **changes) -> dict:
+    """The product's page as the browser posts it back (all variants, its ad groups)."""
     data = {
-        "label": item.label,
-        "inventory_item_id": item.inventory_item_id,
-        "pause_at": item.pause_at,
-        "enabled": "on" if item.enabled else "",
-        "ad_group_id": item.ad_group_id,
-        "customer_id": item.customer_id,
-        "clicks_per_day": item.clicks_per_day,
-        "cost_per_click": item.cost_per_click,
+        "label": product.label,
+        "product_id": product.product_id,
+        "variants_all": "on",
+        "pause_at": product.pause_at,
+        "resume_at": "" if product.resume_at is None else product.resume_at,
+        "enabled": "on" if product.enabled else "",
+        "ad_groups": [f"{g.customer_id}:{g.ad_group_id}" for g in product.ad_groups.all()],
+        "ad_groups_account": "",
+        "ad_groups_ids": "",
         **changes,
     }
     return {key: value for key, value in data.items() if value != ""}
@@ -74,7 +93,7 @@ def test_saving_the_threshold_pauses_at_once_from_the_stored_stock(admin_client,
     # Given 5 in stock and an ad group running (threshold 0)
     stock(5)
     # When the merchant sets "pause at" to 5 and saves
-    url = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
+    url = reverse("admin:automation_watchedproduct_change", args=[winterzauber.pk])
     # A transactional test: the re-decision runs on the save's commit, as in production.
     response = admin_client.post(url, change_form(winterzauber, pause_at=5), follow=True)
     # Then the ad group is paused at once, logged like a webhook's, with source `admin`
@@ -83,32 +102,31 @@ def test_saving_the_threshold_pauses_at_once_from_the_stored_stock(admin_client,
     assert (action.source, action.desired_status) == ("admin", "PAUSED")
     assert action.reason == "Winterzauber: 5 available ≤ 5"
     assert action.delivery is None
-    # and the message says what happened
-    assert any("Ad group paused: stock 5 ≤ 5 (Winterzauber)" in text for text in texts(response))
+    # and the message names the ad group and says why
+    assert any("Ad group 555 paused: Winterzauber: 5 available ≤ 5" in t for t in texts(response))
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_message_is_german_for_a_german_merchant(admin_client, winterzauber):
     stock(12)
-    url = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
+    url = reverse("admin:automation_watchedproduct_change", args=[winterzauber.pk])
     response = admin_client.post(
         url, change_form(winterzauber, pause_at=5), follow=True, HTTP_ACCEPT_LANGUAGE="de"
     )
     with translation.override("de"):
-        expected = gettext("Ad group running: stock %(stock)s > %(pause_at)s (%(label)s)") % {
-            "stock": 12,
-            "pause_at": 5,
-            "label": "Winterzauber",
+        expected = gettext("Ad group %(group)s running: %(reason)s") % {
+            "group": AD_GROUP,
+            "reason": gettext("%(label)s: %(stock)s available > %(level)s")
+            % {"label": "Winterzauber", "stock": 12, "level": 5},
         }
+    assert expected == "Anzeigengruppe 555 läuft: Winterzauber: Bestand 12 > 5"
     assert any(expected in text for text in texts(response))
     assert actions() == [("admin", "ENABLED")]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_list_edit_decides_every_changed_row_at_once(admin_client, winterzauber):
-    other = WatchedItem.objects.create(
-        inventory_item_id=4711, label="Sternenglanz", ad_group_id="777", customer_id=CUSTOMER
-    )
+    other = watched("Sternenglanz", 4711, "777", 4712)
     stock(3)
     stock(9, item=4711)
     # Given the list (ordered by label: Sternenglanz, Winterzauber), the merchant raises
@@ -118,8 +136,10 @@ def test_a_list_edit_decides_every_changed_row_at_once(admin_client, winterzaube
         "form-INITIAL_FORMS": "2",
         "form-0-id": str(other.pk),
         "form-0-pause_at": "0",
+        "form-0-resume_at": "",
         "form-1-id": str(winterzauber.pk),
         "form-1-pause_at": "3",
+        "form-1-resume_at": "",
         "_save": "Save",
     }
     response = admin_client.post(CHANGELIST, data, follow=True)
@@ -131,7 +151,7 @@ def test_a_list_edit_decides_every_changed_row_at_once(admin_client, winterzaube
         "admin",
         "PAUSED",
     )
-    assert any("Ad group paused: stock 3 ≤ 3" in text for text in texts(response))
+    assert any("Ad group 555 paused: Winterzauber: 3 available ≤ 3" in t for t in texts(response))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -140,21 +160,23 @@ def test_an_api_create_and_update_decide_at_once(admin_user, winterzauber):
 
     api = APIClient()
     api.force_authenticate(admin_user)
+    variant(4711, product_id=4712, variant_id=4713)
     stock(4, item=4711)
     created = api.post(
-        "/api/watched-items/",
+        "/api/watched-products/",
         {
-            "inventory_item_id": 4711,
+            "product_id": 4712,
             "label": "Sternenglanz",
-            "ad_group_id": "777",
-            "customer_id": CUSTOMER,
+            "ad_groups": [{"ad_group_id": "777", "customer_id": CUSTOMER}],
         },
         format="json",
     )
     assert created.status_code == 201, created.data
     assert actions() == [("admin", "ENABLED")]
 
-    updated = api.patch(f"/api/watched-items/{created.data['id']}/", {"pause_at": 4}, format="json")
+    updated = api.patch(
+        f"/api/watched-products/{created.data['id']}/", {"pause_at": 4}, format="json"
+    )
     assert updated.status_code == 200
     assert actions() == [("admin", "ENABLED"), ("admin", "PAUSED")]
     assert AdGroupAction.objects.first().reason == "Sternenglanz: 4 available ≤ 4"
@@ -171,7 +193,7 @@ def test_an_ads_error_is_a_warning_and_the_save_is_kept(
 
     monkeypatch.setattr(ads, "send_status", unavailable)
     stock(2)
-    url = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
+    url = reverse("admin:automation_watchedproduct_change", args=[winterzauber.pk])
     response = admin_client.post(url, change_form(winterzauber, pause_at=2), follow=True)
     assert response.status_code == 200
     winterzauber.refresh_from_db()
@@ -180,11 +202,14 @@ def test_an_ads_error_is_a_warning_and_the_save_is_kept(
     assert (failed.source, failed.result) == ("admin", "failed")
     warnings = [m for m in get_messages(response.wsgi_request) if m.level_tag == "warning"]
     assert len(warnings) == 1 and "UNAVAILABLE: try again later" in str(warnings[0])
+    assert str(warnings[0]).startswith(
+        "Google Ads did not take the change for ad group 555: Google Ads cannot be reached"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
 def test_without_stored_stock_a_save_changes_nothing_and_says_so(admin_client, winterzauber):
-    url = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
+    url = reverse("admin:automation_watchedproduct_change", args=[winterzauber.pk])
     response = admin_client.post(url, change_form(winterzauber, pause_at=5), follow=True)
     assert not AdGroupAction.objects.exists()
     assert any("No stock known yet for Winterzauber" in text for text in texts(response))
@@ -194,16 +219,20 @@ def test_without_stored_stock_a_save_changes_nothing_and_says_so(admin_client, w
 
 
 @pytest.mark.parametrize(
-    ("stock_status", "manual", "expected"),
+    ("sellable", "manual_status", "expected"),
     [
-        ("PAUSED", "", "PAUSED"),
-        ("ENABLED", "", "ENABLED"),
-        ("ENABLED", "PAUSED", "PAUSED"),  # paused by hand while 12 are in stock
-        ("PAUSED", "ENABLED", "ENABLED"),  # enabled by hand while sold out (pre-orders)
+        (False, "", "PAUSED"),
+        (True, "", "ENABLED"),
+        (True, "PAUSED", "PAUSED"),  # paused by hand while 12 are in stock
+        (False, "ENABLED", "ENABLED"),  # enabled by hand while sold out (pre-orders)
     ],
 )
-def test_a_manual_state_wins_over_the_stock(stock_status, manual, expected):
-    assert decisions.status_to_set(stock_status, manual) == expected
+def test_a_manual_state_wins_over_the_stock(sellable, manual_status, expected):
+    # The one owner of the decision: stock.rule.ad_group_status
+    code = "in_stock" if sellable else "sold_out"
+    product = rule.Sellability(sellable, rule.Reason(code, {"label": "Winterzauber"}))
+    facts = rule.AdGroupFact(manual_status=manual_status, manual_by="admin", products=(product,))
+    assert rule.ad_group_status(facts).status == expected
 
 
 def test_the_pause_action_asks_for_a_reason_first(admin_client, winterzauber):
@@ -212,8 +241,7 @@ def test_the_pause_action_asks_for_a_reason_first(admin_client, winterzauber):
     assert response.status_code == 200
     assert 'name="reason"' in response.content.decode()
     assert not AdGroupAction.objects.exists()
-    winterzauber.refresh_from_db()
-    assert winterzauber.manual_status == ""
+    assert group().manual_status == ""
 
 
 @pytest.mark.django_db(transaction=True)
@@ -233,11 +261,10 @@ def test_a_manual_pause_holds_against_a_later_webhook_until_released(
         follow=True,
     )
     assert response.status_code == 200
-    manual = AdGroupAction.objects.get()
-    assert (manual.source, manual.desired_status) == ("manual", "PAUSED")
-    assert "manually paused by admin: Lieferant liefert erst Freitag" in manual.reason
-    winterzauber.refresh_from_db()
-    assert (winterzauber.manual_status, winterzauber.manual_by) == ("PAUSED", admin_user)
+    manual_action = AdGroupAction.objects.get()
+    assert (manual_action.source, manual_action.desired_status) == ("manual", "PAUSED")
+    assert "manually paused by admin: Lieferant liefert erst Freitag" in manual_action.reason
+    assert (group().manual_status, group().manual_by) == ("PAUSED", admin_user)
 
     # When a restock webhook arrives (20 in stock)
     post_shopify(
@@ -257,29 +284,31 @@ def test_a_manual_pause_holds_against_a_later_webhook_until_released(
     assert delivery.status == Delivery.Status.DONE
     assert "manual state holds: Winterzauber (paused)" in delivery.result
     assert delivery.last_error == ""
-    assert actions() == [("manual", "PAUSED")]  # already paused: no second Ads call (issue 17)
+    assert actions() == [("manual", "PAUSED")]  # already paused: no second Ads call
     # and the list shows that it holds
     page = admin_client.get(CHANGELIST).content.decode()
     assert "manually paused" in page and "Lieferant liefert erst Freitag" in page
 
-    # When the merchant releases the manual control on the item's page
-    release = reverse("admin:automation_watcheditem_manual", args=[winterzauber.pk, "release"])
+    # When the merchant releases the manual control on the product's page
+    release = reverse("admin:automation_watchedproduct_manual", args=[winterzauber.pk, "release"])
     assert admin_client.get(release).status_code == 200  # the confirmation
     response = admin_client.post(release, {"confirm": "yes"}, follow=True)
     # Then the stock decides again, at once: 20 > 0, enabled
     assert response.status_code == 200
     assert actions()[-1] == ("manual", "ENABLED")
     assert "manual control released by admin" in AdGroupAction.objects.first().reason
-    winterzauber.refresh_from_db()
-    assert winterzauber.manual_status == ""
-    assert any("Ad group running: stock 20 > 0" in text for text in texts(response))
+    assert group().manual_status == ""
+    released = (
+        "Ad group 555 running: manual control released by admin. Winterzauber: 20 available > 0"
+    )
+    assert any(text.startswith(released) for text in texts(response))
 
 
-def test_the_item_page_pauses_by_hand_with_a_reason(admin_client, winterzauber):
+def test_the_product_page_pauses_by_hand_with_a_reason(admin_client, winterzauber):
     stock(7)
-    change = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
+    change = reverse("admin:automation_watchedproduct_change", args=[winterzauber.pk])
     page = admin_client.get(change).content.decode()
-    pause = reverse("admin:automation_watcheditem_manual", args=[winterzauber.pk, "pause"])
+    pause = reverse("admin:automation_watchedproduct_manual", args=[winterzauber.pk, "pause"])
     assert pause in page
     assert "manual/release/" not in page  # nothing to release yet
 
@@ -289,29 +318,34 @@ def test_the_item_page_pauses_by_hand_with_a_reason(admin_client, winterzauber):
     response = admin_client.post(pause, {"confirm": "yes", "reason": "Fotoshooting"}, follow=True)
     assert response.redirect_chain[-1][0] == change
     assert actions() == [("manual", "PAUSED")]
-    assert any("Ad group paused manually (Winterzauber)" in text for text in texts(response))
+    assert "Ad group 555 paused manually: Fotoshooting – dry run: not sent to Google Ads" in (
+        texts(response)
+    )
     assert "manual/release/" in response.content.decode()
 
 
 def test_a_manual_enable_holds_while_sold_out(winterzauber, admin_user):
     stock(0)
-    inventory.set_manual(winterzauber, "ENABLED", "Vorbestellungen", admin_user)
-    inventory.apply_level(
-        LevelUpdate(ITEM, STORE, 0, datetime(2026, 12, 1, 10, tzinfo=UTC)), source="webhook"
-    )
+    manual.set_manual(group(), "ENABLED", "Vorbestellungen", admin_user)
+    with transaction.atomic():
+        apply.apply_levels(
+            [LevelUpdate(ITEM, STORE, 0, datetime(2026, 12, 1, 10, tzinfo=UTC))], source="webhook"
+        )
     assert actions() == [("manual", "ENABLED")]  # already enabled: no second Ads call
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_save_while_manual_keeps_the_manual_state(admin_client, winterzauber, admin_user):
     stock(12)
-    inventory.set_manual(winterzauber, "PAUSED", "Fotoshooting", admin_user)
-    url = reverse("admin:automation_watcheditem_change", args=[winterzauber.pk])
+    manual.set_manual(group(), "PAUSED", "Fotoshooting", admin_user)
+    url = reverse("admin:automation_watchedproduct_change", args=[winterzauber.pk])
     response = admin_client.post(url, change_form(winterzauber, pause_at=1), follow=True)
     assert actions() == [("manual", "PAUSED")]  # already paused: no second Ads call
-    winterzauber.refresh_from_db()
-    assert winterzauber.manual_status == "PAUSED"  # the form does not touch it
-    assert any("Ad group paused manually (Winterzauber)" in text for text in texts(response))
+    assert group().manual_status == "PAUSED"  # the form does not touch it
+    assert any(
+        "Ad group 555 is held manually; the stock does not change it." in text
+        for text in texts(response)
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -321,8 +355,9 @@ def test_the_nightly_reconciliation_respects_the_manual_state(
     shop = ShopifyStandIn(restore_rate=5000)
     settings.SHOPIFY_ADMIN_URL = shop.install(httpserver)
     settings.SHOPIFY_ADMIN_TOKEN = TOKEN
+    shop.add_product(PRODUCT, "Winterzauber", Variant(ITEM + 1, ITEM))
     stock(0, at="2026-11-30T18:00:00+01:00")
-    inventory.set_manual(winterzauber, "PAUSED", "Kerzen nachgießen", admin_user)
+    manual.set_manual(group(), "PAUSED", "Kerzen nachgießen", admin_user)
     shop.add_item(ITEM, (STORE, 15, "2026-12-01T01:00:00Z"))  # restocked overnight
 
     run = reconcile.run_now()
@@ -362,6 +397,7 @@ def german(msgid: str, **values) -> str:
 
 def test_paused_says_since_when_and_the_stock_in_german(admin_client, winterzauber):
     stock(0)
+    decide(winterzauber)
     action("ENABLED", datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
     action("PAUSED", datetime(2026, 12, 1, 6, 46, tzinfo=UTC))  # 07:46 in Berlin
     action("PAUSED", datetime(2026, 12, 1, 9, 0, tzinfo=UTC))  # the same status again
@@ -372,12 +408,14 @@ def test_paused_says_since_when_and_the_stock_in_german(admin_client, winterzaub
         stock=0,
         pause_at=0,
     )
+    assert expected == "pausiert seit 1. Dez., 07:46 – Bestand 0 ≤ 0"
     assert expected in status_cell(html)
 
 
 def test_running_says_the_stock(admin_client, winterzauber, settings):
     settings.ADS_BACKEND = "google"
     stock(12)
+    decide(winterzauber)
     action("ENABLED", datetime(2026, 12, 1, 6, 46, tzinfo=UTC), result="applied")
     cell = status_cell(admin_client.get(CHANGELIST).content.decode())
     assert "running – stock 12" in cell
@@ -387,6 +425,7 @@ def test_running_says_the_stock(admin_client, winterzauber, settings):
 def test_dry_run_is_marked(admin_client, winterzauber, settings):
     settings.ADS_BACKEND = "dryrun"
     stock(12)
+    decide(winterzauber)
     action("ENABLED", datetime(2026, 12, 1, 6, 46, tzinfo=UTC))
     html = admin_client.get(CHANGELIST, HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert german("dry run") in status_cell(html)
@@ -394,13 +433,14 @@ def test_dry_run_is_marked(admin_client, winterzauber, settings):
 
 def test_manually_paused_shows_the_reason_on_hover(admin_client, winterzauber, admin_user):
     stock(12)
-    inventory.set_manual(winterzauber, "PAUSED", "Fotoshooting", admin_user)
+    manual.set_manual(group(), "PAUSED", "Fotoshooting", admin_user)
     cell = status_cell(admin_client.get(CHANGELIST).content.decode())
     assert re.search(r'title="Fotoshooting \(admin, [^"]+\)">manually paused<', cell), cell
 
 
 def test_a_failed_last_change_is_shown_with_its_error(admin_client, winterzauber):
     stock(0)
+    decide(winterzauber)
     action("ENABLED", datetime(2026, 12, 1, 6, 0, tzinfo=UTC), result="applied")
     action("PAUSED", datetime(2026, 12, 1, 7, 0, tzinfo=UTC), result="failed", error="quota")
     cell = status_cell(admin_client.get(CHANGELIST).content.decode())
@@ -409,6 +449,7 @@ def test_a_failed_last_change_is_shown_with_its_error(admin_client, winterzauber
 
 def test_the_list_shows_only_what_matters_in_one_query_per_page(admin_client, winterzauber):
     stock(3)
+    decide(winterzauber)
     action("PAUSED", datetime(2026, 12, 1, 6, 46, tzinfo=UTC))
 
     def page_queries() -> int:
@@ -418,14 +459,13 @@ def test_the_list_shows_only_what_matters_in_one_query_per_page(admin_client, wi
 
     one = page_queries()
     for n in range(5):
-        WatchedItem.objects.create(
-            inventory_item_id=1000 + n, label=f"Kerze {n}", ad_group_id=str(900 + n)
-        )
+        other = watched(f"Kerze {n}", 1000 + n, str(900 + n), 2000 + n)
         stock(n, item=1000 + n)
+        decide(other)
     assert page_queries() == one  # no query per row
     html = admin_client.get(CHANGELIST).content.decode()
     columns = re.findall(r'<th scope="col" class="[^"]*column-([\w-]+)', html)
-    assert columns == ["label", "product", "status", "pause_at", "stock_display"]
+    assert columns == ["label", "product", "status", "pause_at", "resume_at", "stock_display"]
 
 
 # --- a delivery links to what it caused ------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from automation.models import WatchedItem
+from tests.support.watching import variant, watch
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
@@ -52,12 +52,8 @@ def test_merchant_changes_a_threshold_and_opens_the_dashboard(
     django_user_model.objects.create_superuser(
         "inhaberin", "inhaberin@elbkerzen.example", "kerzen-2026!"
     )
-    item = WatchedItem.objects.create(
-        inventory_item_id=808950810,
-        label="Winterzauber",
-        ad_group_id="555",
-        customer_id="1234567890",
-    )
+    variant(808950810, product_id=7001, variant_id=44001)
+    product = watch(None, "555", label="Winterzauber", product_id=7001, customer_id="1234567890")
     page = browser.new_page(locale="de-DE", viewport={"width": 1280, "height": 900})
     page.goto(f"{live_server.url}/admin/login/")
     page.fill("#id_username", "inhaberin")
@@ -65,12 +61,12 @@ def test_merchant_changes_a_threshold_and_opens_the_dashboard(
     page.click("input[type=submit]")
     page.wait_for_selector("#content")
 
-    page.goto(f"{live_server.url}/admin/automation/watcheditem/")
+    page.goto(f"{live_server.url}/admin/automation/watchedproduct/")
     page.fill("input[name='form-0-pause_at']", "3")
     page.click("input[name='_save']")
     page.wait_for_selector(".messagelist")
-    item.refresh_from_db()
-    assert item.pause_at == 3
+    product.refresh_from_db()
+    assert product.pause_at == 3
 
     page.goto(f"{live_server.url}/admin/")
     page.click("a[href$='/admin/dashboard/']")

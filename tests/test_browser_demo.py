@@ -48,7 +48,7 @@ def test_the_demo_dashboard_in_chromium_has_no_overlapping_labels(
     user = django_user_model.objects.create_user(
         "inhaberin", password="kerzen-2026!", is_staff=True
     )
-    user.user_permissions.add(Permission.objects.get(codename="delete_watcheditem"))
+    user.user_permissions.add(Permission.objects.get(codename="delete_watchedproduct"))
     page = browser.new_page(locale="de-DE", viewport={"width": width, "height": 900})
     page.goto(f"{live_server.url}/admin/login/")
     page.fill("#id_username", "inhaberin")

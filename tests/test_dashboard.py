@@ -18,8 +18,8 @@ from automation.models import (
     ReconcileRun,
     ReminderDecision,
     ReminderSettings,
-    WatchedItem,
 )
+from tests.support.watching import watch
 
 # Until elbkerzen/urls.py routes the dashboard, the tests use a URLconf that adds it.
 pytestmark = [
@@ -39,9 +39,7 @@ def local(text: str) -> datetime:
 
 @pytest.fixture
 def winterzauber():
-    return WatchedItem.objects.create(
-        inventory_item_id=ITEM, label="Winterzauber", ad_group_id=AD_GROUP, customer_id=CUSTOMER
-    )
+    return watch(ITEM, AD_GROUP, label="Winterzauber", customer_id=CUSTOMER)
 
 
 @pytest.fixture
@@ -144,10 +142,9 @@ def test_the_reaction_is_the_time_from_triggered_at_to_the_pause_and_costs_its_c
     assert sell_out.cost_text == "< 0.01 €"
 
 
-def test_the_item_s_own_clicks_and_cost_per_click_price_the_reaction(winterzauber):
-    winterzauber.clicks_per_day = Decimal("120")
-    winterzauber.cost_per_click = Decimal("1.50")
-    winterzauber.save()
+def test_the_ad_group_s_own_clicks_and_cost_per_click_price_the_reaction(winterzauber):
+    # the rates are the ad group's (they were the watched item's)
+    winterzauber.ad_groups.update(clicks_per_day=Decimal("120"), cost_per_click=Decimal("1.50"))
     delivery = level_delivery(triggered_at=local("2026-11-26T10:00:00"))
     action(PAUSED, local("2026-11-26T12:00:00"), delivery=delivery)  # two hours late
 

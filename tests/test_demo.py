@@ -12,6 +12,7 @@ from django.utils import timezone, translation
 
 from automation.dashboard import data, demo
 from automation.dashboard.demo_history import create_demo
+from automation.management.commands.demo_setup import WINTERZAUBER_PRODUCT_ID
 from automation.models import (
     AdGroupAction,
     BrakeSettings,
@@ -22,8 +23,9 @@ from automation.models import (
     ReminderDecision,
     ReminderSettings,
     StockLevel,
-    WatchedItem,
+    WatchedProduct,
 )
+from tests.support.watching import watch
 from tests.test_chart_labels import assert_no_overlap
 
 pytestmark = pytest.mark.django_db
@@ -50,9 +52,7 @@ def shop_rows():
         webhook_id="real-1",
         status=Delivery.Status.DONE,
     )
-    WatchedItem.objects.create(
-        inventory_item_id=808950810, label="Winterzauber", ad_group_id="158962471302"
-    )
+    watch(808950810, "158962471302", label="Winterzauber", product_id=7001)
     StockLevel.objects.create(
         inventory_item_id=808950810, location_id=1, available=0, updated_at=now
     )
@@ -84,7 +84,7 @@ def shop_rows():
 def test_demo_setup_makes_thirty_days_of_labelled_history(redis, queue, mailoutbox):
     call_command("demo_setup", stdout=open("/dev/null", "w"))  # noqa: SIM115
 
-    items = WatchedItem.objects.filter(inventory_item_id__in=demo.DEMO_ITEM_IDS)
+    items = WatchedProduct.objects.filter(product_id__in=demo.DEMO_PRODUCT_IDS)
     assert sorted(items.values_list("label", flat=True)) == [
         "Demo – Friesennacht",
         "Demo – Nordlicht",
@@ -131,11 +131,14 @@ def test_running_it_twice_changes_nothing(redis):
     call_command("demo_setup", stdout=open("/dev/null", "w"))  # noqa: SIM115
 
     after = _all_rows()
-    assert {k: v for k, v in after.items() if k != "WatchedItem"} == {
-        k: v for k, v in before.items() if k != "WatchedItem"
+    own = ("WatchedProduct", "Product", "Variant", "AdGroup")
+    assert {k: v for k, v in after.items() if k not in own} == {
+        k: v for k, v in before.items() if k not in own
     }
-    # the command adds only the local shop's own item (Winterzauber), as before
-    assert len(after["WatchedItem"] - before["WatchedItem"]) == 1
+    # the command adds only the local shop's own product (Winterzauber), as before: the watched
+    # product, its catalogue rows (product, variant) and its ad group, one each
+    assert {k: len(after[k] - before[k]) for k in own} == dict.fromkeys(own, 1)
+    assert WatchedProduct.objects.filter(product_id=WINTERZAUBER_PRODUCT_ID).count() == 1
 
 
 def test_removal_deletes_the_demo_and_leaves_the_shop_s_rows(redis, shop_rows):
@@ -152,7 +155,7 @@ def test_removal_deletes_the_demo_and_leaves_the_shop_s_rows(redis, shop_rows):
 @pytest.fixture
 def remover(client, django_user_model):
     user = django_user_model.objects.create_user("merchant", password="pw", is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="delete_watcheditem"))
+    user.user_permissions.add(Permission.objects.get(codename="delete_watchedproduct"))
     client.force_login(user)
     return client
 
@@ -171,7 +174,9 @@ def test_the_dashboard_says_demo_and_its_button_removes_it(redis, remover, shop_
     assert 'id="demo"' not in response.content.decode()
 
 
-def test_only_staff_allowed_to_delete_watched_items_may_remove_it(redis, client, django_user_model):
+def test_only_staff_allowed_to_delete_watched_products_may_remove_it(
+    redis, client, django_user_model
+):
     create_demo()
     user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
     client.force_login(user)

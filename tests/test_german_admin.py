@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 def test_admin_speaks_german_for_a_german_browser(admin_client):
     page = admin_client.get("/admin/automation/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
-    assert "Beobachtete Artikel" in page or "beobachtete Artikel" in page
+    assert "Beobachtete Produkte" in page or "beobachtete Produkte" in page
 
 
 def test_help_texts_explain_the_shop_terms_in_german(admin_client):
@@ -23,7 +23,7 @@ def test_help_texts_explain_the_shop_terms_in_german(admin_client):
 
 def test_english_stays_available(admin_client):
     page = admin_client.get("/admin/automation/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    assert "Watched items" in page
+    assert "Watched products" in page
 
 
 def test_default_language_is_german(settings):
@@ -37,10 +37,19 @@ def test_default_language_is_german(settings):
 def test_every_field_the_merchant_edits_has_a_help_text():
     from django.contrib import admin
 
-    from automation.models import MarginRule, Promotion, WatchedItem
+    from automation.models import AdGroup, Location, MarginRule, Promotion, WatchedProduct
 
-    for model in (WatchedItem, MarginRule, ReminderSettings, Promotion):
+    for model in (WatchedProduct, AdGroup, Location, MarginRule, ReminderSettings, Promotion):
         form = admin.site._registry[model].get_form(None)
-        for name in form.base_fields:
-            field = model._meta.get_field(name)
+        for name, field in form.base_fields.items():
+            # what the page shows: the model field's help text, or the form's own
             assert field.help_text, f"{model.__name__}.{name} has no help text"
+
+
+def test_the_watched_product_form_explains_its_levels_in_german(admin_client):
+    page = admin_client.get(
+        "/admin/automation/watchedproduct/add/", HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    assert "Pausieren bei" in page and "Wieder aktivieren über" in page
+    assert "Die Anzeigengruppen pausieren, wenn der Bestand der gezählten Varianten" in page
+    assert "alle Varianten (auch später hinzugefügte)" in page

@@ -33,6 +33,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from automation.models import (
+    AdGroup,
     AdGroupAction,
     BrakeEpisode,
     BrakeSettings,
@@ -42,7 +43,9 @@ from automation.models import (
     DataRequest,
     Delivery,
     HeldChange,
+    Location,
     MarginRule,
+    Product,
     Promotion,
     PromotionAdGroup,
     ReconcileRun,
@@ -50,8 +53,10 @@ from automation.models import (
     ReminderSettings,
     StockLevel,
     SuppressedAddress,
-    WatchedItem,
+    Variant,
+    WatchedProduct,
 )
+from automation.stock import apply
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "locale" / "de" / "LC_MESSAGES" / "django.po"
@@ -268,13 +273,22 @@ def leaks(html: str, phrases: list[tuple[str, Entry]]) -> set[str]:
 def shop_history(db) -> None:
     """One row of every kind, so each model's change page can be opened."""
     now = timezone.now()
-    item = WatchedItem.objects.create(
-        inventory_item_id=808950810, label="Winterzauber", ad_group_id="158962471302",
-        customer_id="1234567890",
+    product = Product.objects.create(product_id=7001, title="Winterzauber", status="active")
+    for item_id, title in ((808950810, "klein"), (808950811, "groß")):
+        Variant.objects.create(
+            inventory_item_id=item_id, variant_id=item_id + 1, product=product, title=title
+        )
+        StockLevel.objects.create(
+            inventory_item_id=item_id, location_id=1, available=0, updated_at=now
+        )
+    Location.objects.create(location_id=1, name="Lager Hamburg", fulfills_online_orders=True)
+    item = AdGroup.objects.create(
+        customer_id="1234567890", ad_group_id="158962471302", name="Winterzauber Suche",
+        campaign_name="Kerzen Winter",
     )  # fmt: skip
-    StockLevel.objects.create(
-        inventory_item_id=item.inventory_item_id, location_id=1, available=0, updated_at=now
-    )
+    watched = WatchedProduct.objects.create(product_id=7001, label="Winterzauber")
+    watched.ad_groups.set([item])
+    apply.evaluate(apply.lock_products([watched.pk]))  # its decision, shown as German words
     delivery = Delivery.objects.create(
         source=Delivery.Source.SHOPIFY, topic="inventory_levels/update", body=b'{"available": 0}'
     )

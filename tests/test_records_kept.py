@@ -2,7 +2,8 @@
 
 Deliveries, checkouts, stock levels, reminder decisions, ad group changes and reconcile runs
 are the shop's history: the dashboard counts them and the merchant reads them to see why
-something happened. Settings (watched items, margin rules, promotions) stay deletable.
+something happened. Settings (watched products, ad groups, margin rules, promotions) stay
+deletable; the catalogue (products, variants) is Shopify's, kept for the stock, and read only.
 """
 
 import pytest
@@ -14,13 +15,17 @@ from rest_framework.test import APIClient
 
 from automation.api.urls import router
 from automation.models import (
+    AdGroup,
     AdGroupAction,
     CheckoutState,
     Delivery,
+    Location,
+    Product,
     ReconcileRun,
     ReminderDecision,
     StockLevel,
-    WatchedItem,
+    Variant,
+    WatchedProduct,
 )
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +56,29 @@ def test_the_admin_offers_no_way_to_delete_a_record(model, superuser, client):
 def test_settings_stay_deletable(superuser):
     request = RequestFactory().get("/admin/")
     request.user = superuser
-    assert admin.site._registry[WatchedItem].has_delete_permission(request)
+    assert admin.site._registry[WatchedProduct].has_delete_permission(request)
+    assert admin.site._registry[AdGroup].has_delete_permission(request)
+
+
+def test_a_location_is_neither_added_nor_deleted_only_its_counting_changed(superuser):
+    request = RequestFactory().get("/admin/")
+    request.user = superuser
+    model_admin = admin.site._registry[Location]
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_delete_permission(request)
+    assert "delete_selected" not in model_admin.get_actions(request)
+    assert model_admin.has_change_permission(request)
+    assert model_admin.list_editable == ("counting",)
+
+
+@pytest.mark.parametrize("model", [Product, Variant], ids=lambda model: model.__name__)
+def test_the_catalogue_is_read_only(model, superuser):
+    request = RequestFactory().get("/admin/")
+    request.user = superuser
+    model_admin = admin.site._registry[model]
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_change_permission(request)
+    assert not model_admin.has_delete_permission(request)
 
 
 def record_routes() -> list[str]:

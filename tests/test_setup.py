@@ -1,17 +1,25 @@
 """The set-up page and the pickers: each connection's states, its test button against the
 stand-ins (success and failure), secrets never in the page, and the pickers' JSON."""
 
+import time
+
 import pytest
 from django.core import mail
 from django.utils import timezone
 
-from automation.models import Delivery, WatchedItem
-from automation.setup.forms import WatchedItemForm
+from automation import reconcile
+from automation.adapters.shopify_admin import topic_to_enum
+from automation.models import Delivery, WatchedProduct
+from automation.setup.forms import WatchedProductForm
 from tests.shopify_standin import SHOP_NAME, TOKEN, ShopifyStandIn
+from tests.support.hanging import hanging_server
+from tests.support.watching import watch
 
 PUBLIC = "https://automation.elbkerzen.example"
 CALLBACK = f"{PUBLIC}/webhooks/shopify/"
-OUR_TOPICS = ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE", "CHECKOUTS_UPDATE", "ORDERS_CREATE"]
+# Every topic the service needs, as Shopify names them; the shop has the first two of them.
+OUR_TOPICS = [topic_to_enum(topic) for topic in reconcile.REQUIRED_TOPICS]
+EXISTING = ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE"]
 WEBHOOK_SECRET = "shpss_do_not_show_this_webhook_secret"
 STRIPE_SECRET = "whsec_do_not_show_this_stripe_secret"
 SMTP_PASSWORD = "do-not-show-this-smtp-password"
@@ -33,7 +41,7 @@ def no_connections(settings):
 
 @pytest.fixture
 def shop(httpserver, settings):
-    """A shop on 127.0.0.1 with a static token; two of our four subscriptions exist."""
+    """A shop on 127.0.0.1 with a static token; two of the subscriptions we need exist."""
     standin = ShopifyStandIn(restore_rate=5000)
     settings.SHOPIFY_ADMIN_URL = standin.install(httpserver)
     settings.SHOPIFY_ADMIN_TOKEN = TOKEN
@@ -43,7 +51,7 @@ def shop(httpserver, settings):
     settings.PUBLIC_BASE_URL = PUBLIC
     standin.subscriptions = [
         {"id": f"gid://shopify/WebhookSubscription/{n}", "topic": topic, "uri": CALLBACK}
-        for n, topic in enumerate(OUR_TOPICS[:2])
+        for n, topic in enumerate(EXISTING)
     ]
     standin.add_variant(44001, 808950810, "Winterzauber", sku="WZ-200")
     standin.add_variant(44002, 808950811, "Sommerwiese", "Groß", sku="SW-L")
@@ -173,7 +181,10 @@ def test_testing_shopify_reads_the_shops_name_and_lists_the_subscriptions(admin_
 
 def test_set_up_now_creates_the_missing_subscriptions(admin_client, shop):
     shopify = section(page(admin_client, action="shopify_webhooks"), "shopify")
-    assert "Webhook subscriptions created: checkouts/update, orders/create" in shopify
+    assert (
+        "Webhook subscriptions created: inventory_levels/disconnect, products/create, "
+        "products/update, products/delete, checkouts/update, orders/create"
+    ) in shopify
     assert sorted(s["topic"] for s in shop.subscriptions) == sorted(OUR_TOPICS)
     shopify = section(page(admin_client, action="shopify_test"), "shopify")
     assert "missing" not in shopify and 'value="shopify_webhooks"' not in shopify
@@ -195,6 +206,20 @@ def test_a_refused_token_is_a_sentence_not_a_500(admin_client, shop, settings):
     assert "shpat_wrong" not in shopify
 
 
+def test_a_hanging_shop_is_a_sentence_within_seconds(admin_client, settings):
+    # The merchant waits on the button: one try of VENDOR_INTERACTIVE_TIMEOUT, not three of 10 s
+    settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
+    settings.SHOPIFY_ADMIN_TOKEN = TOKEN
+    with hanging_server() as (url, held):
+        settings.SHOPIFY_ADMIN_URL = url
+        started = time.monotonic()
+        shopify = section(page(admin_client, action="shopify_test"), "shopify")
+        assert time.monotonic() - started < 2.0
+        assert len(held) == 1
+    assert "setup-result failed" in shopify
+    assert "Shopify could not be reached or answered with an error" in shopify
+
+
 def test_testing_shopify_without_access_says_so(admin_client, no_connections):
     shopify = section(page(admin_client, action="shopify_test"), "shopify")
     assert "setup-result failed" in shopify and "No Admin API access is configured" in shopify
@@ -204,12 +229,8 @@ def test_testing_shopify_without_access_says_so(admin_client, no_connections):
 
 
 def test_testing_google_ads_reads_the_account_and_the_watched_ad_groups(admin_client, account):
-    WatchedItem.objects.create(
-        inventory_item_id=1, label="Winterzauber", ad_group_id="555", customer_id=CUSTOMER
-    )
-    WatchedItem.objects.create(
-        inventory_item_id=2, label="Sommerwiese", ad_group_id="556", customer_id=CUSTOMER
-    )
+    watch(1, "555", label="Winterzauber", customer_id=CUSTOMER)
+    watch(2, "556", label="Sommerwiese", customer_id=CUSTOMER)
     ads = section(page(admin_client, action="google_ads_test"), "google_ads")
     assert "setup-result ok" in ads
     assert "Connected to the account “Elbkerzen Ads”" in ads
@@ -220,9 +241,7 @@ def test_testing_google_ads_reads_the_account_and_the_watched_ad_groups(admin_cl
 
 
 def test_a_watched_ad_group_missing_from_the_account_is_named(admin_client, account):
-    WatchedItem.objects.create(
-        inventory_item_id=1, label="Verschollen", ad_group_id="999", customer_id=CUSTOMER
-    )
+    watch(1, "999", label="Verschollen", customer_id=CUSTOMER)
     ads = section(page(admin_client, action="google_ads_test"), "google_ads")
     assert "setup-result failed" in ads
     assert "Verschollen: ad group 999 not found in account 1234567890" in ads
@@ -232,6 +251,16 @@ def test_refused_access_to_the_account_is_a_sentence(admin_client, account):
     account.search_behaviour = "denied"
     ads = section(page(admin_client, action="google_ads_test"), "google_ads")
     assert "setup-result failed" in ads and "Google Ads refuses access to this account" in ads
+
+
+def test_a_slow_google_ads_is_a_sentence_within_seconds(admin_client, account, settings):
+    settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
+    account.slow_seconds = 5
+    account.search_behaviour = "slow"
+    started = time.monotonic()
+    ads = section(page(admin_client, action="google_ads_test"), "google_ads")
+    assert time.monotonic() - started < 2.0
+    assert "setup-result failed" in ads and "Google Ads cannot be reached right now" in ads
 
 
 def test_google_ads_unavailable_is_a_sentence(admin_client, account):
@@ -257,6 +286,21 @@ def test_without_an_address_the_test_mail_explains_why_it_was_not_sent(admin_cli
     assert mail.outbox == []
 
 
+def test_the_test_mail_waits_on_the_mail_server_for_seconds_only(admin_client, settings):
+    settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    with hanging_server() as (url, held):
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", int(url.rsplit(":", 1)[1])
+        settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+        started = time.monotonic()
+        email = section(page(admin_client, action="email_test"), "email")
+        assert time.monotonic() - started < 2.0
+    assert (
+        "setup-result failed" in email
+        and "The mail server refused or could not be reached" in email
+    )
+
+
 def test_a_broken_mail_server_is_a_sentence(admin_client, settings):
     settings.EMAIL_BACKEND = "tests.test_setup.RefusingBackend"
     email = section(page(admin_client, action="email_test"), "email")
@@ -279,23 +323,33 @@ class RefusingBackend:
 # --- pickers -------------------------------------------------------------------------------
 
 
-def test_the_product_picker_finds_variants_by_title_and_sku(admin_client, shop):
+def test_the_product_picker_finds_products_by_title_and_sku(admin_client, shop):
+    winterzauber = next(p.id for p in shop.products.values() if p.title == "Winterzauber")
+    sommerwiese = next(p.id for p in shop.products.values() if p.title == "Sommerwiese")
     found = admin_client.get("/admin/setup/pick/products/", {"q": "winter"}, **EN).json()
-    assert [r["value"] for r in found["results"]] == ["808950810"]
+    assert [r["value"] for r in found["results"]] == [str(winterzauber)]
     assert found["results"][0]["label"] == "Winterzauber"
     assert found["results"][0]["fill_empty"] == {"label": "Winterzauber"}
-    assert "SKU WZ-200" in found["results"][0]["detail"]
+    assert [v["detail"] for v in found["results"][0]["variants"]] == ["SKU WZ-200"]
     found = admin_client.get("/admin/setup/pick/products/", {"q": "SW-"}, **EN).json()
     assert [(r["value"], r["label"]) for r in found["results"]] == [
-        ("808950811", "Sommerwiese – Groß")
+        (str(sommerwiese), "Sommerwiese")
     ]
-    assert shop.requests[-1].variables["query"] == "SW-* OR sku:SW-*"
+    assert [(v["value"], v["label"]) for v in found["results"][0]["variants"]] == [
+        ("808950811", "Groß – 0 in stock")
+    ]
+    assert shop.requests[-1].variables["query"] == "title:SW-* OR sku:SW-*"
 
 
 def test_the_ad_group_picker_finds_by_ad_group_or_campaign_name(admin_client, account):
     found = admin_client.get("/admin/setup/pick/ad-groups/", {"q": "winter"}, **EN).json()
     assert [r["value"] for r in found["results"]] == ["555"]  # 557 is removed
-    assert found["results"][0]["fill"] == {"customer_id": CUSTOMER}
+    assert found["results"][0]["ref"] == {
+        "customer_id": CUSTOMER,
+        "ad_group_id": "555",
+        "name": "Winterzauber Suche",
+        "campaign_name": "Kerzen Winter",
+    }
     found = admin_client.get("/admin/setup/pick/ad-groups/", {"q": "kerzen sommer"}, **EN).json()
     assert [r["value"] for r in found["results"]] == ["556"]
     queries = [s.request.query for s in account.searches[-2:]]
@@ -321,33 +375,34 @@ def test_pickers_are_for_staff_only(client, shop):
     assert shop.requests == []
 
 
-def test_the_watched_item_form_has_pickers_only_where_a_connection_is(admin_client, shop):
-    html = admin_client.get("/admin/automation/watcheditem/add/", **EN).content.decode()
+def test_the_watched_product_form_has_pickers_only_where_a_connection_is(admin_client, shop):
+    html = admin_client.get("/admin/automation/watchedproduct/add/", **EN).content.decode()
     assert 'data-url="/admin/setup/pick/products/"' in html
-    assert 'data-target="id_inventory_item_id"' in html
+    assert 'data-target="id_product_id"' in html
     assert "Search in Google Ads is not available" in html  # dry run, no account: ids by hand
-    assert 'name="ad_group_id"' in html and 'name="inventory_item_id"' in html
+    assert 'name="ad_groups_ids"' in html and 'name="product_id"' in html
 
 
 def test_typed_ids_still_save_without_any_connection(admin_client, no_connections):
     response = admin_client.post(
-        "/admin/automation/watcheditem/add/",
+        "/admin/automation/watchedproduct/add/",
         {
             "label": "Winterzauber",
-            "inventory_item_id": "808950810",
-            "ad_group_id": "555",
-            "customer_id": CUSTOMER,
+            "product_id": "7001",
+            "variants_all": "on",
+            "ad_groups_account": "123-456-7890",
+            "ad_groups_ids": "555",
             "pause_at": "0",
             "enabled": "on",
-            "clicks_per_day": "40",
-            "cost_per_click": "0.60",
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]
-    assert WatchedItem.objects.get().inventory_item_id == 808950810
+    product = WatchedProduct.objects.get()
+    assert product.product_id == 7001
+    assert [group.key for group in product.ad_groups.all()] == [(CUSTOMER, "555")]
 
 
-def test_the_form_is_the_watched_item_admins_form():
+def test_the_form_is_the_watched_product_admins_form():
     from django.contrib import admin
 
-    assert issubclass(admin.site._registry[WatchedItem].form, WatchedItemForm)
+    assert issubclass(admin.site._registry[WatchedProduct].form, WatchedProductForm)

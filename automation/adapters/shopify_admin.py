@@ -290,9 +290,11 @@ def _post_retrying(
     sleep: Callable[[float], None],
     what: str,
     url: str,
+    attempts: int = _TRANSPORT_ATTEMPTS,
 ) -> requests.Response:
-    """Send `post` with a few jittered retries on `retry_on`; a 5xx that lasts, or a network
-    error, becomes a ShopifyAdminError naming `what` (the token endpoint and GraphQL share this)."""
+    """Send `post` with a few jittered retries on `retry_on` (`attempts` in all); a 5xx that
+    lasts, or a network error, becomes a ShopifyAdminError naming `what` (the token endpoint
+    and GraphQL share this)."""
 
     def attempt() -> requests.Response:
         response = post()
@@ -302,7 +304,7 @@ def _post_retrying(
 
     retrying = Retrying(
         retry=retry_if_exception_type(retry_on),
-        stop=stop_after_attempt(_TRANSPORT_ATTEMPTS),
+        stop=stop_after_attempt(attempts),
         wait=wait_random_exponential(multiplier=0.5, max=8),
         sleep=sleep,
         reraise=True,
@@ -830,6 +832,7 @@ class ShopifyAdmin:
         variants_per_product: int = 50,
         max_query_cost: int = 1000,
         max_retries: int = 5,
+        transport_attempts: int = _TRANSPORT_ATTEMPTS,
     ) -> None:
         if not 1 <= batch_size <= MAX_IDS_PER_QUERY:
             raise ValueError(f"batch_size must be 1..{MAX_IDS_PER_QUERY}, got {batch_size}")
@@ -846,7 +849,10 @@ class ShopifyAdmin:
         self.levels_per_item = levels_per_item
         self.variants_per_product = variants_per_product
         self.max_query_cost = max_query_cost
-        self.max_retries = max_retries
+        self.max_retries = max_retries  # further tries of a throttled query
+        # Tries of one request on a network error or a 5xx (reads only); a page the merchant
+        # waits on sends once: each try may take `timeout`.
+        self.transport_attempts = transport_attempts
         self._tokens: TokenSource = StaticToken(token) if isinstance(token, str) else token
         self._session = session or requests.Session()
         self._sleep = sleep
@@ -1508,7 +1514,12 @@ class ShopifyAdmin:
             return self._session.post(self.url, json=payload, headers=headers, timeout=self.timeout)
 
         return _post_retrying(
-            post, retry_on=retry_on, sleep=self._sleep, what="Shopify Admin API", url=self.url
+            post,
+            retry_on=retry_on,
+            sleep=self._sleep,
+            what="Shopify Admin API",
+            url=self.url,
+            attempts=self.transport_attempts,
         )
 
     def _json(self, response: requests.Response) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 `checks` reads settings and the database only (the page renders while a vendor is down);
 `probes` runs the test buttons against the vendors, turning every failure into a German
-sentence; `pickers` searches the shop and the Ads account for the admin's autocomplete fields;
-`forms` holds the watched item's form with those fields; `views` wires them into the admin.
+sentence; `pickers` searches the shop (products with all their variants and stock) and the Ads
+account (ad groups by name) for the watched product's form; `forms` holds that form and the ad
+group's; `views` wires them into the admin. Every vendor call here is one a page waits on: each
+has VENDOR_INTERACTIVE_TIMEOUT seconds.
 """

@@ -1,35 +1,52 @@
-"""Search the shop for a product and the Ads account for an ad group, for the admin's pickers.
+"""Search the shop for a product and the Ads account for ad groups, for the admin's pickers.
 
 Each answer is a list of choices (the id to fill in, what the merchant recognises it by) and a
 hint: why nothing came back (no connection, too short, an error in words). Without a connection
 the picker stays empty and the id fields work as before.
+
+Every vendor call here is made while a page waits: it runs with VENDOR_INTERACTIVE_TIMEOUT
+(`shopify_access.admin_client(interactive=True)`, the Ads search's `timeout`), so a slow
+vendor costs the merchant seconds and never holds a web worker that webhooks need.
+
+A product the picker shows is kept in the catalogue (`stock.catalogue.record_product`): its
+variants become the form's checkboxes, and the watched product's variants are those rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import formats
 from django.utils.translation import gettext as _
 
 from .. import ads, shopify_access
 from ..adapters import google_ads
+from ..adapters.shopify_admin import ProductInfo, VariantInfo
+from ..models import Product, Variant
+from ..models.catalogue import DEFAULT_VARIANT_TITLE
+from ..stock import apply, catalogue
 from .probes import ad_group_status_text, explain
 
 MIN_QUERY_LENGTH = 2
-DEFAULT_VARIANT_TITLE = "Default Title"  # Shopify's title for the one variant without options
 
 
 @dataclass(frozen=True)
 class Choice:
     """One search result: `value` goes into the id field, `fill` into others (always),
-    `fill_empty` into others that are still empty (e.g. the label)."""
+    `fill_empty` into others that are still empty (e.g. the label). A product carries its
+    `variants` (each a Choice: the inventory item id, "klein – 0 in stock", its SKU); an ad
+    group its `ref` (account, id, name and campaign, what the form keeps)."""
 
     value: str
     label: str
     detail: str
     fill: dict[str, str] = field(default_factory=dict)
     fill_empty: dict[str, str] = field(default_factory=dict)
+    variants: list[Choice] = field(default_factory=list)
+    ref: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,38 +70,163 @@ def ad_groups_available() -> bool:
     )
 
 
+# --- words ---------------------------------------------------------------------------------
+
+
+def status_text(status: str) -> str:
+    """A product status other than active, as the picker and the form name it ("" if active)."""
+    return {
+        Product.Status.ARCHIVED: _("archived"),
+        Product.Status.DRAFT: _("draft"),
+        Product.Status.UNLISTED: _("unlisted"),
+    }.get(status, "")
+
+
+def variant_name(title: str, sku: str, inventory_item_id: int) -> str:
+    """What the merchant calls a variant: its title, else its SKU (as `Variant.__str__`)."""
+    if title and title != DEFAULT_VARIANT_TITLE:
+        return title
+    return sku or _("inventory item %(id)s") % {"id": inventory_item_id}
+
+
+def variant_text(name: str, available: int | None, *, tracked: bool, keeps_selling: bool) -> str:
+    """ "klein – 0 in stock": a variant with its stock, and whether it can sell out at all."""
+    if not tracked:
+        return _("%(variant)s – stock not tracked (never sells out)") % {"variant": name}
+    stock = "?" if available is None else formats.localize(available)
+    if keeps_selling:
+        return _("%(variant)s – %(stock)s in stock, sold on when sold out") % {
+            "variant": name,
+            "stock": stock,
+        }
+    if available is None:
+        return _("%(variant)s – stock not known yet") % {"variant": name}
+    return _("%(variant)s – %(stock)s in stock") % {"variant": name, "stock": stock}
+
+
+def sku_text(sku: str) -> str:
+    return f"SKU {sku}" if sku else ""
+
+
+# --- products ------------------------------------------------------------------------------
+
+
 def products(text: str) -> Found:
-    """Variants whose product title, variant title or SKU matches `text`."""
+    """Products whose title or a variant's SKU matches `text`, each with all of its variants
+    and their stock; each found product is kept in the catalogue for the form."""
     if not products_available():
-        return Found([], _("No connection to Shopify set up: enter the inventory item id."))
+        return Found([], _("No connection to Shopify set up: enter the product id."))
     text = text.strip()
     if len(text) < MIN_QUERY_LENGTH:
         return Found([], _("Type at least two letters."))
-    client = shopify_access.admin_client()
+    client = shopify_access.admin_client(interactive=True)
     try:
-        variants = client.search_variants(text)
+        found = client.search_products(text)
     except Exception as err:  # noqa: BLE001 (shown as a hint, never a 500)
         return Found([], explain(err))
     finally:
         client.close()
-    results = []
-    for variant in variants:
-        name = variant.product_title
-        if variant.variant_title and variant.variant_title != DEFAULT_VARIANT_TITLE:
-            name = f"{name} – {variant.variant_title}"
-        detail = _("inventory item %(id)s") % {"id": variant.inventory_item_id}
-        if variant.sku:
-            detail = f"SKU {variant.sku} · {detail}"
-        results.append(
-            Choice(
-                value=str(variant.inventory_item_id),
-                label=name,
-                detail=detail,
-                fill_empty={"label": name},
-            )
-        )
+    remember(found)
+    results = [product_choice(product) for product in found]
     hint = "" if results else _("Nothing found in the shop for “%(text)s”.") % {"text": text}
     return Found(results, hint)
+
+
+def product_choice(product: ProductInfo) -> Choice:
+    """One product for the picker: its title, status, variants with their stock."""
+    details = []
+    if status_text(product.status):
+        details.append(
+            _("%(status)s in Shopify: cannot be sold") % {"status": status_text(product.status)}
+        )
+    details.append(_("product %(id)s") % {"id": product.product_id})
+    return Choice(
+        value=str(product.product_id),
+        label=product.title,
+        detail=" · ".join(details),
+        fill_empty={"label": product.title},
+        variants=[_variant_choice(variant) for variant in product.variants],
+    )
+
+
+def _variant_choice(variant: VariantInfo) -> Choice:
+    name = variant_name(variant.title, variant.sku, variant.inventory_item_id)
+    return Choice(
+        value=str(variant.inventory_item_id),
+        label=variant_text(
+            name,
+            variant.available,
+            tracked=variant.tracked,
+            keeps_selling=variant.inventory_policy == Variant.Policy.CONTINUE,
+        ),
+        detail=sku_text(variant.sku),
+    )
+
+
+def remember(found: Iterable[ProductInfo]) -> None:
+    """Keep the products the merchant was shown, so their variants can be chosen.
+
+    Only a product whose variants are not all stored yet is written (the picker runs with
+    every keystroke). Watched products naming it are locked first, as the product webhook
+    does: the one lock order of `stock.apply`.
+    """
+    for product in found:
+        items = {variant.inventory_item_id for variant in product.variants}
+        stored = set(
+            Variant.objects.filter(
+                inventory_item_id__in=items,
+                product__product_id=product.product_id,
+                deleted_at__isnull=True,
+            ).values_list("inventory_item_id", flat=True)
+        )
+        if items and stored == items:
+            continue
+        with transaction.atomic():
+            apply.lock_products(catalogue.watched_by_product(product.product_id))
+            catalogue.record_product(product)
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What a save found out about a product's variants before storing it.
+
+    `known`: its variants are stored (now or before); `missing`: Shopify says it has no such
+    product; `hint`: why they are not known (no connection, an error in words).
+    """
+
+    known: bool
+    missing: bool = False
+    hint: str = ""
+
+
+def learn_product(product_id: int) -> Learned:
+    """Make sure the product's variants are stored: ask Shopify (one short call) if not."""
+    if Variant.objects.filter(product__product_id=product_id, deleted_at__isnull=True).exists():
+        return Learned(True)
+    client = shopify_access.admin_client(interactive=True)
+    if client is None:
+        return Learned(
+            False,
+            hint=_(
+                "No connection to Shopify: the product is watched with all of its variants; "
+                "they are known once Shopify reports the product (a product webhook or the "
+                "nightly run)."
+            ),
+        )
+    try:
+        found = list(client.fetch_products([product_id]))
+    except Exception as err:  # noqa: BLE001 (the save goes on; the merchant reads why)
+        later = _("The product is watched with all of its variants; the nightly run fills them in.")
+        return Learned(False, hint=f"{explain(err)} {later}")
+    finally:
+        client.close()
+    if product_id in client.deleted_products or not found:
+        return Learned(False, missing=True)
+    remember(found)
+    return Learned(True)
+
+
+# --- ad groups -----------------------------------------------------------------------------
 
 
 def ad_groups(text: str) -> Found:
@@ -96,7 +238,12 @@ def ad_groups(text: str) -> Found:
         return Found([], _("Type at least two letters."))
     customer = settings.GOOGLE_ADS_CUSTOMER_ID
     try:
-        groups = google_ads.search_ad_groups_for_picking(customer, text, client=ads.google_client())
+        groups = google_ads.search_ad_groups_for_picking(
+            customer,
+            text,
+            client=ads.google_client(),
+            timeout=settings.VENDOR_INTERACTIVE_TIMEOUT,
+        )
     except Exception as err:  # noqa: BLE001
         return Found([], explain(err))
     results = [
@@ -109,7 +256,12 @@ def ad_groups(text: str) -> Found:
                 "status": ad_group_status_text(group.status),
                 "id": group.ad_group_id,
             },
-            fill={"customer_id": group.customer_id},
+            ref={
+                "customer_id": group.customer_id,
+                "ad_group_id": group.ad_group_id,
+                "name": group.name,
+                "campaign_name": group.campaign_name,
+            },
         )
         for group in groups
     ]

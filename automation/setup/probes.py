@@ -3,7 +3,8 @@
 Every failure comes back as a sentence for the merchant (never a 500): our adapters' error types
 get their own words, anything unexpected is logged with its traceback and named by type only.
 Technical details from an error are shown in brackets; they never hold a secret (the adapters
-never put tokens or passwords into their messages).
+never put tokens or passwords into their messages). The merchant waits on each test: every call
+has VENDOR_INTERACTIVE_TIMEOUT seconds, like the pickers'.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMessage, get_connection
 from django.utils.translation import gettext as _
 
-from .. import ads, shopify_access
+from .. import ads, reconcile, shopify_access
 from ..adapters import google_ads
 from ..adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
 from ..exceptions import PermanentAdsError, TransientAdsError
@@ -107,7 +108,7 @@ def explain(err: Exception) -> str:
 
 def try_shopify() -> Probe:
     """Read the shop's name; list the webhook subscriptions when this service manages them."""
-    client = shopify_access.admin_client()
+    client = shopify_access.admin_client(interactive=True)
     if client is None:
         return Probe(False, _("No Admin API access is configured (see above)."))
     try:
@@ -140,7 +141,7 @@ def try_shopify() -> Probe:
 
 def set_up_webhooks() -> Probe:
     """Create the missing subscriptions (the nightly run's own healing, run now)."""
-    client = shopify_access.admin_client()
+    client = shopify_access.admin_client(interactive=True)
     if client is None:
         return Probe(False, _("No Admin API access is configured (see above)."))
     try:
@@ -168,7 +169,8 @@ def try_google_ads() -> Probe:
         return Probe(False, _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID."))
     try:
         client = ads.google_client()
-        name = google_ads.account_name(customer, client=client)
+        timeout = settings.VENDOR_INTERACTIVE_TIMEOUT
+        name = google_ads.account_name(customer, client=client, timeout=timeout)
         probe = Probe(True, _("Connected to the account “%(name)s”.") % {"name": name})
         wanted: dict[str, dict[str, str]] = defaultdict(dict)
         for group in AdGroup.objects.filter(watched_products__isnull=False).distinct():
@@ -177,7 +179,7 @@ def try_google_ads() -> Probe:
             found = {
                 group.ad_group_id: group
                 for group in google_ads.ad_groups_for_setup(
-                    customer_id, list(labels), client=client
+                    customer_id, list(labels), client=client, timeout=timeout
                 )
             }
             for ad_group_id, label in labels.items():
@@ -230,6 +232,8 @@ def send_test_mail(address: str) -> Probe:
         to=[address],
     )
     try:
+        # Django's SMTP backend waits forever without a timeout; the merchant waits on this.
+        message.connection = get_connection(timeout=settings.VENDOR_INTERACTIVE_TIMEOUT)
         message.send()
     except Exception as err:  # noqa: BLE001
         return Probe(False, explain(err))
