@@ -7,8 +7,9 @@ Shopify signs only the body: the topic and shop headers travel unsigned, so a ca
 of any topic can be re-sent under a privacy topic. Each body is checked at the edge for its
 topic's shape and for naming the shop of the delivery's header
 (automation/sources/shopify_privacy.py; a mismatch ends `invalid` with the reason), and
-`shop/redact`, which wipes the whole shop, also asks the shop's Admin API whether our access
-really ended before it deletes anything.
+`shop/redact`, which wipes the whole shop, also asks that shop's own Admin API whether our
+access really ended before it deletes anything; `customers/redact` touches the asking shop's
+rows only.
 """
 
 import enum
@@ -20,6 +21,7 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from . import alerts, claims, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
@@ -129,8 +131,12 @@ def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcom
                 email_match, checkout__shop_domain=delivery.shop_domain
             ).delete()
             count += more
+        # only the asking shop's bodies: another shop of ours may know the same id, address
+        # or phone, and its customer asked nothing of us
         bodies = (
-            Delivery.objects.filter(body_match, body__isnull=False)
+            Delivery.objects.filter(
+                body_match, shop_domain=delivery.shop_domain, body__isnull=False
+            )
             .exclude(pk=delivery.pk)
             .update(body=None)
         )
@@ -144,14 +150,17 @@ def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcom
 
 # --- shop/redact ---------------------------------------------------------------------------
 
-# Shopify's client credentials grant answers a shop that no longer has the app installed with
-# HTTP 400 `app_not_installed` ("The application is not installed on this shop."), as reported
-# on Shopify's developer forum
-# (https://community.shopify.dev/t/client-credentials-grant-returning-app-not-installed-error-despite-app-being-installed/33287).
+# The documented signals that an app was uninstalled, asked of the uninstalled shop itself:
+# - a static (offline) token answers 401: offline tokens "are revoked only when the app is
+#   uninstalled from a store"
+#   (https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/offline-access-tokens;
+#   401 is "credentials ... not present ... or incorrect", https://shopify.dev/docs/api/usage/response-codes);
+# - the client credentials grant answers HTTP 400 `app_not_installed` ("The application is not
+#   installed on this shop."), as reported on Shopify's developer forum
+#   (https://community.shopify.dev/t/client-credentials-grant-returning-app-not-installed-error-despite-app-being-installed/33287).
+# Anything else is no confirmation: 403 means a missing access scope (same page), and a 401 to a
+# token the grant has just issued contradicts the grant, which still knows the app.
 APP_NOT_INSTALLED = "app_not_installed"
-# Admin API answers that mean our access ended: 401 (the token was revoked at uninstall) and
-# 403 (https://shopify.dev/docs/api/usage/response-codes).
-ACCESS_ENDED_STATUSES = frozenset({401, 403})
 # One alert per shop in this period, however often a refused `shop/redact` arrives (a replayed
 # body would otherwise mail the merchant once per copy).
 REFUSED_ALERT_EVERY = timedelta(hours=24)
@@ -160,9 +169,9 @@ REFUSED_ALERT_EVERY = timedelta(hours=24)
 class AdminAccess(enum.StrEnum):
     """What the shop's Admin API says about our access."""
 
-    ENDED = "ended"  # 401/403, or the app is no longer installed: the uninstall is real
+    ENDED = "ended"  # a documented uninstall signal from the shop itself: the uninstall is real
     ACTIVE = "active"  # the shop answered: we are still installed
-    UNCONFIRMED = "unconfirmed"  # we cannot ask (not configured, refused credentials, 404...)
+    UNCONFIRMED = "unconfirmed"  # no credentials of this shop, or an answer that proves nothing
 
 
 @dataclass(frozen=True)
@@ -177,51 +186,86 @@ class AccessCheckUnavailable(Exception):
     """The Admin API could not answer now (5xx, network, throttled): the job retries."""
 
 
-def check_admin_access() -> AccessCheck:
-    """Ask the shop's Admin API whether our access still works, without changing anything.
+def check_admin_access(shop_domain: str) -> AccessCheck:
+    """Ask this shop's own Admin API whether our access still works, without changing anything.
 
-    Uses the one configured Admin client (static token or client credentials,
-    shopify_access.admin_client). Raises AccessCheckUnavailable when the answer may change by
-    waiting, so the delivery is retried instead of refused or carried out.
+    Only the shop's own credentials (shopify_access.admin_client_for_shop) can confirm that it
+    uninstalled us: another shop's refusal says nothing about this one. Raises
+    AccessCheckUnavailable when the answer may change by waiting, so the delivery is retried
+    instead of refused or carried out.
     """
-    client = shopify_access.admin_client()
+    if not shopify_access.is_configured():
+        return AccessCheck(
+            AdminAccess.UNCONFIRMED,
+            gettext(
+                "Shopify Admin API not configured, so the uninstall cannot be confirmed (set %s)"
+            )
+            % shopify_access.missing_settings(),
+        )
+    client = shopify_access.admin_client_for_shop(shop_domain)
     if client is None:
         return AccessCheck(
             AdminAccess.UNCONFIRMED,
-            "Shopify Admin API not configured, so the uninstall cannot be confirmed "
-            f"(set {shopify_access.missing_settings()})",
+            gettext(
+                "no Admin API credentials for the shop %(shop)s (the configured ones belong to "
+                "%(admin_shop)s), so its uninstall cannot be confirmed"
+            )
+            % {"shop": shop_domain, "admin_shop": shopify_access.admin_shop_domain() or "-"},
         )
+    static = shopify_access.access() is shopify_access.Access.STATIC
     try:
         client.shop_info()
     except ShopifyCredentialsError as err:
         if err.code == APP_NOT_INSTALLED:
-            return AccessCheck(AdminAccess.ENDED, "the app is no longer installed on the shop")
-        return AccessCheck(AdminAccess.UNCONFIRMED, f"Shopify refused the credentials: {err}")
-    except ShopifyAdminError as err:
-        if err.status in ACCESS_ENDED_STATUSES:
             return AccessCheck(
-                AdminAccess.ENDED, f"the shop's Admin API refuses our access (HTTP {err.status})"
+                AdminAccess.ENDED, gettext("the app is no longer installed on the shop")
+            )
+        return AccessCheck(
+            AdminAccess.UNCONFIRMED, gettext("Shopify refused the credentials: %s") % err
+        )
+    except ShopifyAdminError as err:
+        if err.status == 401 and static:
+            return AccessCheck(
+                AdminAccess.ENDED,
+                gettext("the shop's Admin API refuses our token (HTTP 401): it was revoked"),
+            )
+        if err.status == 401:
+            return AccessCheck(
+                AdminAccess.UNCONFIRMED,
+                gettext(
+                    "the shop's Admin API refused a token Shopify had just issued (HTTP 401): "
+                    "the app still seems installed, so this is no confirmation"
+                ),
             )
         if err.status is not None and 400 <= err.status < 500 and err.status != 429:
-            return AccessCheck(AdminAccess.UNCONFIRMED, f"Shopify Admin API: {err}")
+            return AccessCheck(
+                AdminAccess.UNCONFIRMED,
+                gettext(
+                    "Shopify Admin API answered HTTP %(status)s, which does not confirm an "
+                    "uninstall: %(error)s"
+                )
+                % {"status": err.status, "error": err},
+            )
         raise AccessCheckUnavailable(
             f"could not ask the shop's Admin API whether our access ended: {err}"
         ) from err
     finally:
         client.close()
-    return AccessCheck(AdminAccess.ACTIVE, "the shop's Admin API still accepts our access")
+    return AccessCheck(AdminAccess.ACTIVE, gettext("the shop's Admin API still accepts our access"))
 
 
 @handles("shopify", "shop/redact")
 def handle_shop_redact(request: ShopRedactRequest, delivery: Delivery) -> Outcome:
-    """Delete everything we keep of the shop, once its body and the Admin API agree.
+    """Delete everything we keep of the shop, once its body and its own Admin API agree.
 
     Shopify sends `shop/redact` 48 hours after the app was uninstalled
     (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance). So before wiping,
-    the shop's Admin API must refuse us (our access ended); while it still answers, the request
-    is refused, nothing is deleted and the merchant is told.
+    the asking shop's Admin API, reached with that shop's credentials, must give a documented
+    uninstall signal (check_admin_access); while it still answers, without its credentials, or
+    on an answer that proves nothing, the request is refused, nothing is deleted and the
+    merchant is told.
     """
-    check = check_admin_access()
+    check = check_admin_access(delivery.shop_domain)
     if check.access is not AdminAccess.ENDED:
         return _refuse_shop_redact(delivery, request, check)
     shop = delivery.shop_domain

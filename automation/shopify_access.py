@@ -99,6 +99,21 @@ def token_source() -> TokenSource | None:
     return None
 
 
+def admin_shop_domain() -> str:
+    """The shop the configured Admin API credentials belong to (lower case).
+
+    A static token, and a client-credentials token, opens exactly one shop: the one at
+    SHOPIFY_ADMIN_URL. `SHOPIFY_ADMIN_SHOP` names it where that URL is not the shop's own host.
+    """
+    named = settings.SHOPIFY_ADMIN_SHOP or urlsplit(settings.SHOPIFY_ADMIN_URL).hostname or ""
+    return named.strip().lower()
+
+
+def holds_credentials_for(shop_domain: str) -> bool:
+    """Whether the configured Admin API access is this shop's own."""
+    return is_configured() and shop_domain.strip().lower() == admin_shop_domain()
+
+
 def token_cache_key() -> str:
     """One key per shop and app, so two shops (or a rotated app) never share a token."""
     shop = urlsplit(settings.SHOPIFY_ADMIN_URL).netloc or settings.SHOPIFY_ADMIN_URL
@@ -161,6 +176,17 @@ def webhooks_managed_by_toml() -> bool:
 
 INTERACTIVE_RETRIES = 1
 """A page the merchant waits on tries a throttled query once more, and sends each request once."""
+
+
+def admin_client_for_shop(shop_domain: str) -> ShopifyAdmin | None:
+    """The Admin API client of exactly this shop, or None when we hold no credentials for it.
+
+    For questions only that shop may answer (did it uninstall us?): another shop's credentials
+    say nothing about it, and their refusal must never count as its answer.
+    """
+    if not holds_credentials_for(shop_domain):
+        return None
+    return admin_client()
 
 
 def admin_client(*, interactive: bool = False) -> ShopifyAdmin | None:

@@ -248,6 +248,10 @@ SHOPIFY_API_VERSION = env.str("SHOPIFY_API_VERSION", default="2026-07")
 SHOPIFY_ADMIN_URL = env.str(
     "SHOPIFY_ADMIN_URL", default=f"https://{(SHOPIFY_SHOP_DOMAINS or ['localhost'])[0]}"
 ).rstrip("/")
+# The one shop (myshopify domain) the Admin API credentials above belong to; unset: the host of
+# SHOPIFY_ADMIN_URL. Set it only when that URL is not the shop's own (a proxy, a stand-in): a
+# shop/redact of any other shop is refused, since only its own credentials can confirm it.
+SHOPIFY_ADMIN_SHOP = env.str("SHOPIFY_ADMIN_SHOP", default="").strip().lower()
 
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 

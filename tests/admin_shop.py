@@ -65,4 +65,5 @@ def serve_admin_shop(httpserver: HTTPServer, settings, *, client_credentials: bo
         settings.SHOPIFY_ADMIN_TOKEN = TOKEN
         settings.SHOPIFY_CLIENT_ID = ""
     settings.SHOPIFY_ADMIN_URL = shop.install(httpserver)
+    settings.SHOPIFY_ADMIN_SHOP = SHOP  # the stand-in's URL is no shop host: name its shop
     return shop
