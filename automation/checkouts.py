@@ -55,6 +55,7 @@ from .privacy import (
     email_ref,
     mask_email,
     phone_ref,
+    pseudonym_secrets,
 )
 from .sources.checkout_version import CheckoutVersion
 from .sources.shopify_checkouts import OrderEvent
@@ -355,9 +356,16 @@ def checkout_claim_key(checkout: CheckoutState) -> str:
     return f"reminder:{checkout.source}:{checkout.token}"
 
 
-def address_claim_key(email: str) -> str:
+def address_claim_key(email: str, *, secret: str | None = None) -> str:
     """The frequency cap's claim: one per address_key, whatever the spelling."""
-    return f"reminder-to:{email_ref(address_key(email) or email)}"
+    return f"reminder-to:{email_ref(address_key(email) or email, secret=secret)}"
+
+
+def address_claimed(email: str) -> bool:
+    """Whether the cap's claim is taken under SECRET_KEY or a key it replaced (a rotation)."""
+    return any(
+        claims.is_claimed(address_claim_key(email, secret=secret)) for secret in pseudonym_secrets()
+    )
 
 
 CLAIM_TAKEN = _("claim for this checkout already taken")
@@ -437,7 +445,7 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
         return gettext("no marketing consent (UWG §7)")
     if SuppressedAddress.objects.filter(email=key).exists():
         return gettext("address unsubscribed")
-    if claims.is_claimed(address_claim_key(key)):
+    if address_claimed(key):
         return frequency_capped(config)
     if claims.is_claimed(checkout_claim_key(checkout)):
         return CLAIM_TAKEN

@@ -13,14 +13,15 @@ rows only.
 """
 
 import enum
-import hashlib
 import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext
 
 from . import alerts, claims, shopify_access
@@ -45,7 +46,29 @@ def mask_email(email: str) -> str:
     return f"{local[:1]}***@{domain}"
 
 
-def email_ref(email: str) -> str:
+# Namespaces the pseudonyms' HMAC key (Django's salted_hmac derives the key from this salt and
+# the secret), so no other signature made with SECRET_KEY ever equals a pseudonym.
+PSEUDONYM_SALT = "automation.privacy.pseudonym:"
+
+
+def pseudonym(kind: str, value: str, *, secret: str | None = None) -> str:
+    """The keyed pseudonym of `value` (an address key, an id, phone digits): the one home.
+
+    An HMAC-SHA256 under a key derived from SECRET_KEY (or `secret`, a former key), not a bare
+    hash: phone numbers and ids are few enough to be found again from a bare hash by trying
+    them all, a keyed one needs the key. `kind` keeps an id from ever colliding with a phone.
+    """
+    return salted_hmac(
+        PSEUDONYM_SALT + kind, value, secret=secret or settings.SECRET_KEY, algorithm="sha256"
+    ).hexdigest()
+
+
+def pseudonym_secrets() -> list[str]:
+    """SECRET_KEY, then SECRET_KEY_FALLBACKS: rows written before a rotation keep being found."""
+    return [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+
+
+def email_ref(email: str, *, secret: str | None = None) -> str:
     """A stable pseudonym of an address, for keys and links between rows.
 
     Made from the address's key (automation/addresses.py), so every spelling of one mailbox
@@ -53,17 +76,14 @@ def email_ref(email: str) -> str:
     written under one spelling is found by a redaction naming another. A value that is no
     address falls back to its lower-cased text.
     """
-    return hashlib.sha256((address_key(email) or email.strip().lower()).encode()).hexdigest()
+    return pseudonym("email", address_key(email) or email.strip().lower(), secret=secret)
 
 
-def customer_id_ref(customer_id: int | None) -> str:
-    """A stable pseudonym of a Shopify customer id; "" without one.
-
-    Namespaced, so an id never collides with the pseudonym of an address or a phone number.
-    """
+def customer_id_ref(customer_id: int | None, *, secret: str | None = None) -> str:
+    """A stable pseudonym of a Shopify customer id; "" without one."""
     if customer_id is None:
         return ""
-    return hashlib.sha256(f"shopify-customer:{customer_id}".encode()).hexdigest()
+    return pseudonym("shopify-customer", str(customer_id), secret=secret)
 
 
 def phone_digits(phone: str) -> str:
@@ -79,10 +99,10 @@ def phone_digits(phone: str) -> str:
     return digits if len(digits) >= MIN_PHONE_DIGITS else ""
 
 
-def phone_ref(phone: str) -> str:
+def phone_ref(phone: str, *, secret: str | None = None) -> str:
     """A stable pseudonym of a phone number; "" when it has too few digits to be one."""
     digits = phone_digits(phone)
-    return hashlib.sha256(f"phone:{digits}".encode()).hexdigest() if digits else ""
+    return pseudonym("phone", digits, secret=secret) if digits else ""
 
 
 def customer_refs(email: str = "", customer_id: int | None = None, phone: str = "") -> dict:
@@ -95,9 +115,28 @@ def customer_refs(email: str = "", customer_id: int | None = None, phone: str = 
     return {name: ref for name, ref in refs.items() if ref}
 
 
+def matching_refs(email: str = "", customer_id: int | None = None, phone: str = "") -> dict:
+    """Like customer_refs, but each field's pseudonyms under every key we still honour.
+
+    For finding rows: one written before SECRET_KEY was rotated carries the pseudonym under the
+    key that is now in SECRET_KEY_FALLBACKS.
+    """
+    found: dict[str, set[str]] = {}
+    for secret in pseudonym_secrets():
+        refs = {
+            "customer_ref": email_ref(email, secret=secret) if email and "@" in email else "",
+            "customer_id_ref": customer_id_ref(customer_id, secret=secret),
+            "phone_ref": phone_ref(phone, secret=secret),
+        }
+        for name, ref in refs.items():
+            if ref:
+                found.setdefault(name, set()).add(ref)
+    return found
+
+
 def _identifiers(request: RedactRequest) -> list[str]:
     """Which identifiers the request carries, for the note (never the values)."""
-    named = [("id", True), ("e-mail", request.email), ("phone", phone_ref(request.phone))]
+    named = [("id", True), ("e-mail", request.email), ("phone", phone_digits(request.phone))]
     return [name for name, present in named if present]
 
 
@@ -109,19 +148,17 @@ def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcom
     # its pseudonym: both are found by the address's key, whatever spelling the request uses
     # (an IDN domain in Unicode or in A-labels, a quoted local part, another case).
     email = identifying_address(request.email) or request.email
-    refs = customer_refs(email, request.customer_id, request.phone)
-    checkout_match = Q(customer_id_ref=refs["customer_id_ref"])
-    body_match = Q(customer_id_ref=refs["customer_id_ref"])
+    refs = matching_refs(email, request.customer_id, request.phone)
+    checkout_match = Q(customer_id_ref__in=refs["customer_id_ref"])
+    body_match = Q(customer_id_ref__in=refs["customer_id_ref"])
     email_match = Q()
     if request.email:
         email_match = Q(email__iexact=email) | Q(email__iexact=request.email)
         checkout_match |= email_match
-        # rows linked before addresses were normalised carry the pseudonym of the raw text
-        legacy_ref = hashlib.sha256(request.email.strip().lower().encode()).hexdigest()
-        body_match |= Q(customer_ref__in={refs["customer_ref"], legacy_ref})
+        body_match |= Q(customer_ref__in=refs["customer_ref"])
     if "phone_ref" in refs:
-        checkout_match |= Q(phone_ref=refs["phone_ref"])
-        body_match |= Q(phone_ref=refs["phone_ref"])
+        checkout_match |= Q(phone_ref__in=refs["phone_ref"])
+        body_match |= Q(phone_ref__in=refs["phone_ref"])
     with transaction.atomic():
         checkouts = CheckoutState.objects.filter(checkout_match, shop_domain=delivery.shop_domain)
         count, _ = checkouts.delete()  # decisions cascade
@@ -140,7 +177,10 @@ def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcom
             .exclude(pk=delivery.pk)
             .update(body=None)
         )
-        Delivery.objects.filter(pk=delivery.pk).update(body=None, **refs)
+        # the request's own row keeps no pseudonym: after the erasure nothing leads back to her
+        Delivery.objects.filter(pk=delivery.pk).update(
+            body=None, customer_ref="", customer_id_ref="", phone_ref=""
+        )
     by = ", ".join(_identifiers(request))
     return Outcome(
         Delivery.Status.DONE,
