@@ -316,7 +316,10 @@ def handle_shop_redact(request: ShopRedactRequest, delivery: Delivery) -> Outcom
         Delivery.objects.filter(pk=delivery.pk).update(body=None)
     return Outcome(
         Delivery.Status.DONE,
-        f"shop redacted ({check.reason}): {checkouts} checkout rows, {deliveries} deliveries",
+        gettext(
+            "shop redacted (%(reason)s): %(checkouts)s checkout rows, %(deliveries)s deliveries"
+        )
+        % {"reason": check.reason, "checkouts": checkouts, "deliveries": deliveries},
     )
 
 
@@ -325,18 +328,21 @@ def _refuse_shop_redact(
 ) -> Outcome:
     """Record the refusal and alert the merchant, at most once per shop and period."""
     if check.access is AdminAccess.ACTIVE:
-        note = f"shop/redact refused, nothing deleted: {check.reason} (the app is still installed)"
+        note = (
+            gettext("shop/redact refused, nothing deleted: %s (the app is still installed)")
+            % check.reason
+        )
     else:
-        note = f"shop/redact refused, nothing deleted: {check.reason}"
+        note = gettext("shop/redact refused, nothing deleted: %s") % check.reason
     logger.warning("delivery %s: %s", delivery.pk, note)
     key = f"shop-redact-refused:{request.shop_domain}"
     if not claims.claim_once(key, REFUSED_ALERT_EVERY):
-        return Outcome(Delivery.Status.REFUSED, f"{note}; merchant already alerted")
+        return Outcome(Delivery.Status.REFUSED, gettext("%s; merchant already alerted") % note)
     subject = f"[Elbkerzen] shop/redact refused for {request.shop_domain}"
     if not alerts.send(subject, _refusal_text(delivery, note)):
         claims.release(key)  # the next refusal tries again
-        return Outcome(Delivery.Status.REFUSED, f"{note}; the alert could not be sent")
-    return Outcome(Delivery.Status.REFUSED, f"{note}; merchant alerted")
+        return Outcome(Delivery.Status.REFUSED, gettext("%s; the alert could not be sent") % note)
+    return Outcome(Delivery.Status.REFUSED, gettext("%s; merchant alerted") % note)
 
 
 def _refusal_text(delivery: Delivery, note: str) -> str:
