@@ -25,13 +25,13 @@ before this migration ran) is kept as it is.
 """
 
 import hashlib
-import json
 import re
 
 from django.db import migrations
 
 from automation.addresses import address_key
 from automation.privacy import customer_id_ref, email_ref, phone_digits, phone_ref
+from automation.sources import load_body
 
 CLAIM_PREFIX = "reminder-to:"
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -77,8 +77,8 @@ def _customer_ids(value) -> set[int]:
 def _learn(body: bytes, maps: dict[str, dict[str, str]]) -> None:
     """Add the old → new pseudonyms of every value in one body."""
     try:
-        decoded = json.loads(bytes(body))
-    except ValueError:
+        decoded = load_body(body)
+    except (ValueError, RecursionError):
         return
     for value in _values(decoded):
         for customer_id in _customer_ids(value):
