@@ -192,6 +192,7 @@ def send_held(now: datetime | None = None) -> int:
 # --- the alerts ------------------------------------------------------------------------------
 
 
+@in_shop_language
 def delivery_dead(delivery: Delivery) -> None:
     """Tell the merchant a delivery was given up; the row already says dead. Grouped: at most
     one mail an hour, the next one saying how many more were given up."""
@@ -203,10 +204,13 @@ def delivery_dead(delivery: Delivery) -> None:
     # A text/plain body: Django's templates escape for HTML unless told otherwise, so the
     # template wraps itself in {% autoescape off %} (https://docs.djangoproject.com/en/5.2/ref/
     # templates/builtins/#autoescape); else an error quoting `"` arrives as `&quot;`.
-    subject = f"[Elbkerzen] Delivery gave up: {delivery.source} {delivery.topic} #{delivery.pk}"
+    subject = gettext("[Elbkerzen] Delivery gave up: %(source)s %(topic)s #%(id)s") % {
+        "source": delivery.source,
+        "topic": delivery.topic,
+        "id": delivery.pk,
+    }
     body = render_to_string("automation/email/delivery_dead.txt", context)
-    with translation.override(settings.LANGUAGE_CODE):
-        more = _since_last_mail(count, _deliveries)
+    more = _since_last_mail(count, _deliveries)
     if more:
         body = body.rstrip("\n") + more + "\n"
     _send_counted(DELIVERY_DEAD, count, subject, body)
