@@ -6,16 +6,16 @@ promotion end that fail until RQ's retries are spent each send one alert.
 """
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core import mail
 from django.db import connection
-from django.utils import timezone
+from django.utils import timezone, translation
 from rq.registry import FailedJobRegistry
 
 from automation import alerts, jobs
-from automation.models import AlertSlot, Delivery, Promotion, ReminderDecision
+from automation.models import AlertSlot, BrakeEpisode, Delivery, Promotion, ReminderDecision
 from tests.signing import post_shopify
 from tests.test_checkouts import checkout_body
 from tests.test_promotions import make_promotion
@@ -136,3 +136,35 @@ def test_no_promotion_alert_once_the_minute_check_switched_it(queue, run_worker,
     alerts.promotion_failed(promotion.pk, "end", "TransientAdsError: try later")
 
     assert not mail.outbox
+
+
+def test_the_brake_alert_is_german_whatever_language_caused_it(settings):
+    settings.LANGUAGE_CODE = "de"
+    episode = BrakeEpisode.objects.create(
+        started_at=datetime(2026, 12, 1, 14, 5, tzinfo=UTC), reason="7 von 20 Pausen in 10 Minuten"
+    )
+    with translation.override("en"):  # an English admin page engaged it
+        alerts.brake_engaged(episode.pk)
+
+    (alert,) = mail.outbox
+    assert alert.subject == "[Elbkerzen] Notbremse: Pausen zurückgehalten"
+    assert alert.body.startswith(
+        "Die Notbremse hat am 01.12.2026 15:05 gegriffen: 7 von 20 Pausen in 10 Minuten.\n"
+    )
+    assert "Ihre Anzeigen laufen weiter" in alert.body
+    assert "/admin/automation/heldchange/" in alert.body
+    for english in ("safety brake", "Further pauses", "ads keep running"):
+        assert english not in alert.body
+
+
+def test_a_dead_delivery_alert_is_german_in_a_german_shop(client, run_worker, handler, settings):
+    settings.LANGUAGE_CODE = "de"
+    handler.behaviour = "fail"
+    post_shopify(client, {"id": 1})
+    run_worker()
+
+    (alert,) = mail.outbox
+    delivery = Delivery.objects.get()
+    assert alert.subject == f"[Elbkerzen] Zustellung aufgegeben: shopify test/topic #{delivery.pk}"
+    assert "wurde nach 6 Versuchen aufgegeben." in alert.body
+    assert "Fehler:      RuntimeError: handler failed on purpose" in alert.body
