@@ -168,3 +168,16 @@ def test_a_dead_delivery_alert_is_german_in_a_german_shop(client, run_worker, ha
     assert alert.subject == f"[Elbkerzen] Zustellung aufgegeben: shopify test/topic #{delivery.pk}"
     assert "wurde nach 6 Versuchen aufgegeben." in alert.body
     assert "Fehler:      RuntimeError: handler failed on purpose" in alert.body
+
+
+def test_an_alert_that_could_not_be_mailed_is_counted_into_the_next_mail(settings):
+    settings.ALERT_EMAILS = []  # nobody to mail: the alert is not lost, it waits
+    alerts.reminder_failed(41, "ConnectionRefusedError: SMTP server refused the recipient")
+    assert not mail.outbox
+    assert AlertSlot.objects.get(kind=alerts.REMINDER_FAILED).held == 1
+
+    settings.ALERT_EMAILS = ["merchant@elbkerzen.example"]
+    _backdate_last_mail(alerts.REMINDER_FAILED)
+    assert alerts.send_held() == 1
+    (held,) = mail.outbox
+    assert held.subject == "[Elbkerzen] 1 × reminder not sent"
