@@ -12,8 +12,9 @@ from typing import ParamSpec, TypeVar
 
 from django.db import close_old_connections, connection
 from rq import get_current_job
+from rq.job import Job
 
-from . import checkouts, inbox, metrics, promotions, reconcile, reminder_catch_up
+from . import alerts, checkouts, inbox, metrics, promotions, reconcile, reminder_catch_up
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -59,6 +60,29 @@ def evaluate_checkout(checkout_id: int, version: str) -> str:
     return checkouts.evaluate(checkout_id, datetime.fromisoformat(version))
 
 
+def evaluation_gave_up(job: Job, connection, exc_type, exc_value, traceback) -> None:
+    """RQ's on_failure for reminder evaluations (it runs after every failed attempt, and for a
+    job abandoned by a killed worker): alert once no retry is left."""
+    if job.retries_left:
+        return
+    _refresh_connections()
+    alerts.reminder_failed(job.args[0], _error_text(exc_type, exc_value))
+
+
+def promotion_edge_gave_up(job: Job, connection, exc_type, exc_value, traceback) -> None:
+    """RQ's on_failure for promotion edges: alert once no retry is left (the minute check
+    keeps trying; the alert says so)."""
+    if job.retries_left:
+        return
+    _refresh_connections()
+    alerts.promotion_failed(job.args[0], job.args[1], _error_text(exc_type, exc_value))
+
+
+def _error_text(exc_type, exc_value) -> str:
+    name = getattr(exc_type, "__name__", "error")
+    return f"{name}: {exc_value}"[:1000]
+
+
 @_job
 def catch_up_reminders() -> int:
     """Schedule reminder evaluations Redis lost (checkouts past due without a decision)."""
@@ -69,6 +93,12 @@ def catch_up_reminders() -> int:
 def run_promotion_edge(promotion_id: int, edge: str, instant: str) -> str:
     """Start or end a promotion at its instant, unless it was moved since."""
     return promotions.run_edge(promotion_id, edge, datetime.fromisoformat(instant))
+
+
+@_job
+def send_held_alerts() -> int:
+    """Mail the alerts held back by the hourly limit once their hour has passed."""
+    return alerts.send_held()
 
 
 @_job

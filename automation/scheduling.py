@@ -14,7 +14,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import transaction
 from redis.exceptions import RedisError
-from rq import Retry
+from rq import Callback, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 PROCESS_DELIVERY = "automation.jobs.process_delivery"
 EVALUATE_CHECKOUT = "automation.jobs.evaluate_checkout"
 RUN_PROMOTION_EDGE = "automation.jobs.run_promotion_edge"
+# Their failure callbacks: RQ runs them after each failed attempt; they alert after the last.
+EVALUATION_GAVE_UP = Callback("automation.jobs.evaluation_gave_up")
+PROMOTION_EDGE_GAVE_UP = Callback("automation.jobs.promotion_edge_gave_up")
 
 
 def _retry(intervals: list[int]) -> Retry | None:
@@ -92,6 +95,7 @@ def schedule_evaluation(checkout: CheckoutState, *, at: datetime | None = None) 
         checkout.updated_at.isoformat(),
         job_id=evaluation_job_id(checkout),
         retry=_retry(list(settings.REMINDER_RETRY_INTERVALS)),
+        on_failure=EVALUATION_GAVE_UP,
         description=f"evaluate reminder for checkout {checkout.pk}",
     )
     return due
@@ -136,6 +140,7 @@ def schedule_promotion(promotion: Promotion) -> None:
             instant.isoformat(),
             job_id=promotion_job_id(promotion.pk, edge),
             retry=_retry(intervals),
+            on_failure=PROMOTION_EDGE_GAVE_UP,
             description=f"promotion {promotion.pk} {edge}",
         )
 

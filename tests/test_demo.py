@@ -20,6 +20,7 @@ from automation.models import (
     Claim,
     DashboardSettings,
     Delivery,
+    Product,
     ReminderDecision,
     ReminderSettings,
     StockLevel,
@@ -150,6 +151,29 @@ def test_removal_deletes_the_demo_and_leaves_the_shop_s_rows(redis, shop_rows):
 
     assert _all_rows() == shop_rows
     assert not demo.demo_present()
+
+
+def test_removal_keeps_a_real_item_labelled_demo_on_a_demo_inventory_item(redis):
+    """The merchant watches the demo's candle for real, under a demo-like label: it stays."""
+    create_demo()
+    item_id, product_id = demo.DEMO_ITEM_IDS[0], demo.DEMO_PRODUCT_IDS[0]
+    real = watch(item_id, "5550001", label="Demo – Nordlicht", product_id=product_id)
+    levels = set(StockLevel.objects.filter(inventory_item_id=item_id).values_list("pk", flat=True))
+    assert levels, "the demo history recorded levels for the item"
+
+    demo.remove_demo()
+
+    real.refresh_from_db()
+    assert not real.demo
+    assert list(real.variants.values_list("inventory_item_id", flat=True)) == [item_id]
+    assert real.ad_groups.get().ad_group_id == "5550001"
+    assert Product.objects.filter(product_id=product_id).exists()
+    assert (
+        set(StockLevel.objects.filter(inventory_item_id=item_id).values_list("pk", flat=True))
+        == levels
+    )
+    assert not WatchedProduct.objects.filter(demo=True).exists()
+    assert not Delivery.objects.filter(shop_domain=demo.DEMO_SHOP).exists()
 
 
 @pytest.fixture

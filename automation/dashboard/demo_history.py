@@ -30,7 +30,7 @@ from django.test import RequestFactory, override_settings
 from django.urls import reverse
 from django.utils import timezone
 from redis.exceptions import RedisError
-from rq.exceptions import NoSuchJobError
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job
 
 from .. import checkouts, claims, inbox, scheduling
@@ -329,13 +329,26 @@ def _cancel_evaluation(checkout: CheckoutState) -> None:
 
 def _drop_delivery_jobs(delivery_ids: list[int]) -> None:
     """Take the demo deliveries' jobs off the queue again: each was processed already, and a
-    worker would only find it done."""
+    worker would only find it done.
+
+    Only a job still waiting in the queue is deleted: LREM takes it out atomically, so no
+    worker can start it afterwards. A job a worker took meanwhile is left to that worker (it
+    finds its delivery done), and one whose hash vanished since is skipped: RQ's `Job.delete`
+    reads the job's status first and raises InvalidJobOperation when the hash has no status
+    any more (rq 3.0, rq/job.py: `_remove_from_registries` calls `_fetch_status`), which is
+    what a job that finished with `result_ttl=0` leaves behind.
+    """
     queue = default_queue()
-    ids = [scheduling.job_id_for(pk) for pk in delivery_ids]
+    connection = queue.connection
     try:
-        for job in Job.fetch_many(ids, connection=queue.connection):
-            if job is not None:
-                job.delete()
+        for pk in delivery_ids:
+            job_id = scheduling.job_id_for(pk)
+            if not connection.lrem(queue.key, 0, job_id):
+                continue  # a worker has it, or it is gone: nothing of ours to remove
+            try:
+                Job.fetch(job_id, connection=connection).delete(remove_from_queue=False)
+            except (NoSuchJobError, InvalidJobOperation):
+                continue  # its hash is gone already: nothing left to delete
     except RedisError as err:  # a left-over job finds its delivery done and does nothing
         logger.warning("demo delivery jobs left on the queue: %s", err)
 

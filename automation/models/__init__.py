@@ -1,6 +1,7 @@
 """Models, one module per concept."""
 
 from .ads import AdGroupAction, AdGroupState, BrakeEpisode, BrakeSettings, HeldChange
+from .alerts import AlertSlot
 from .catalogue import Location, Product, Variant
 from .checkouts import (
     CheckoutState,
@@ -22,6 +23,7 @@ __all__ = [
     "AdGroup",
     "AdGroupAction",
     "AdGroupState",
+    "AlertSlot",
     "BrakeEpisode",
     "BrakeSettings",
     "CheckoutState",
