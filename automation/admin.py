@@ -939,8 +939,13 @@ class ClaimAdmin(ReadOnlyAdmin):
 
 @admin.register(SuppressedAddress)
 class SuppressedAddressAdmin(admin.ModelAdmin):
-    list_display = ("email", "reason", "created_at")
+    list_display = ("email", "reason", "detail", "created_at")
+    list_filter = ("reason",)
     search_fields = ("email",)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict:
+        """An address the merchant enters is theirs, not an unsubscribe link's."""
+        return {"reason": SuppressedAddress.Reason.MERCHANT, **super().get_changeform_initial_data(request)}
 
 
 @admin.register(DataRequest)
