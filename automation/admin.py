@@ -945,7 +945,10 @@ class SuppressedAddressAdmin(admin.ModelAdmin):
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict:
         """An address the merchant enters is theirs, not an unsubscribe link's."""
-        return {"reason": SuppressedAddress.Reason.MERCHANT, **super().get_changeform_initial_data(request)}
+        return {
+            "reason": SuppressedAddress.Reason.MERCHANT,
+            **super().get_changeform_initial_data(request),
+        }
 
 
 @admin.register(DataRequest)

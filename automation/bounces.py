@@ -27,7 +27,9 @@ def handle_tracking_event(event: TrackingEvent, delivery: Delivery) -> Outcome:
     masked = mask_email(event.recipient)
     reason = SUPPRESSING.get(event.kind)
     if reason is None:
-        return Outcome(Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} not suppressed")
+        return Outcome(
+            Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} not suppressed"
+        )
     detail = f"{event.service}: {event.detail}" if event.detail else event.service
     if suppress(event.recipient, reason, detail):
         return Outcome(Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} suppressed")

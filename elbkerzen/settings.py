@@ -317,7 +317,9 @@ if EMAIL_SERVICE != "smtp" and EMAIL_SERVICE not in MAIL_SERVICE_BACKENDS:
 # basic-auth `user:password` pairs (comma-separated while rotating); unset, they answer 403.
 ANYMAIL = {
     "WEBHOOK_SECRET": [
-        secret.strip() for secret in env.list("ANYMAIL_WEBHOOK_SECRET", default=[]) if secret.strip()
+        secret.strip()
+        for secret in env.list("ANYMAIL_WEBHOOK_SECRET", default=[])
+        if secret.strip()
     ],
     # Seconds each call to the service's API may take: reminders and alerts are sent from
     # jobs, and a job's retry covers a slow service (anymail's default is 30).

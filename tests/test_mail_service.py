@@ -79,12 +79,12 @@ def shop(db):
     return config
 
 
-def next_reminder(client, run_worker, token: str = "after-the-event") -> ReminderDecision:
+def next_reminder(client, run_worker, checkout_id: str = "after-the-event") -> ReminderDecision:
     """A new abandoned checkout of the same address, evaluated: its decision."""
     mail.outbox.clear()
-    post_shopify(client, checkout_body(token=token), topic="checkouts/update")
+    post_shopify(client, checkout_body(token=checkout_id), topic="checkouts/update")
     run_worker()
-    return ReminderDecision.objects.get(checkout__token=token)
+    return ReminderDecision.objects.get(checkout__token=checkout_id)
 
 
 # --- tracking webhooks ---------------------------------------------------------------------
@@ -177,7 +177,9 @@ def test_a_second_event_for_a_suppressed_address_keeps_the_first_reason(
     assert latest.result.endswith("was already suppressed")
 
 
-def test_an_unsubscribed_address_that_bounces_stays_unsubscribed(client, run_worker, webhook_secret):
+def test_an_unsubscribed_address_that_bounces_stays_unsubscribed(
+    client, run_worker, webhook_secret
+):
     Suppressed.objects.create(email=EMAIL)  # the unsubscribe link's reason
     post_event(client, "brevo_hard_bounce")
     run_worker()
@@ -193,7 +195,9 @@ def test_an_old_secret_still_in_the_list_is_accepted_while_rotating(
 
 
 @pytest.mark.parametrize(
-    "auth", [None, "elbkerzen-hook:wrong", "elbkerzen-hook", ""], ids=["none", "wrong", "user", "empty"]
+    "auth",
+    [None, "elbkerzen-hook:wrong", "elbkerzen-hook", ""],
+    ids=["none", "wrong", "user", "empty"],
 )
 def test_missing_or_wrong_basic_auth_is_refused_and_nothing_is_stored(
     client, run_worker, webhook_secret, auth
