@@ -939,16 +939,17 @@ class ClaimAdmin(ReadOnlyAdmin):
 
 @admin.register(SuppressedAddress)
 class SuppressedAddressAdmin(admin.ModelAdmin):
-    list_display = ("email", "reason", "detail", "created_at")
+    list_display = ("email", "why", "detail", "created_at")
     list_filter = ("reason",)
     search_fields = ("email",)
 
-    def get_changeform_initial_data(self, request: HttpRequest) -> dict:
-        """An address the merchant enters is theirs, not an unsubscribe link's."""
-        return {
-            "reason": SuppressedAddress.Reason.MERCHANT,
-            **super().get_changeform_initial_data(request),
-        }
+    @admin.display(description=_("reason"), ordering="reason")
+    def why(self, obj: SuppressedAddress) -> str:
+        """A written reason's label (hard bounce, complaint); the merchant's own text as is."""
+        try:
+            return SuppressedAddress.Reason(obj.reason).label
+        except ValueError:
+            return obj.reason
 
 
 @admin.register(DataRequest)

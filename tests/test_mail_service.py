@@ -385,3 +385,18 @@ def test_the_webhook_secret_is_read_as_a_list_for_rotation():
 
     assert result.returncode == 0, result.stderr
     assert "('WEBHOOK_SECRET', ['a:b', 'c:d'])" in result.stdout
+
+
+def test_the_admin_list_shows_why_each_address_is_suppressed(admin_client):
+    Suppressed.objects.create(
+        email="weg@example.com", reason=Reason.HARD_BOUNCE, detail="brevo: 550"
+    )
+    Suppressed.objects.create(email="telefon@example.com", reason="asked by phone")
+
+    page = admin_client.get(
+        "/admin/automation/suppressedaddress/", HTTP_ACCEPT_LANGUAGE="en"
+    ).content.decode()
+
+    assert "hard bounce (reported by the mail service)" in page
+    assert "brevo: 550" in page
+    assert "asked by phone" in page  # the merchant's own words, as written

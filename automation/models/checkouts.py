@@ -403,16 +403,14 @@ class SuppressedAddress(models.Model):
         HARD_BOUNCE = "hard bounce", _("hard bounce (reported by the mail service)")
         SPAM_COMPLAINT = "spam complaint", _("spam complaint (reported by the mail service)")
         SERVICE_UNSUBSCRIBE = "service unsubscribe", _("unsubscribed at the mail service")
-        MERCHANT = "added by the merchant", _("added by the merchant")
 
     email = models.EmailField(
         verbose_name=_("email"), max_length=254, unique=True, help_text=_("Stored in lower case.")
     )
+    # Free text: the merchant writes their own ("asked by phone"); the codes above are what the
+    # unsubscribe link and the mail service's events write, shown translated in the admin.
     reason = models.CharField(
-        verbose_name=_("reason"),
-        max_length=100,
-        choices=Reason.choices,
-        default=Reason.UNSUBSCRIBE_LINK,
+        verbose_name=_("reason"), max_length=100, default=Reason.UNSUBSCRIBE_LINK.value
     )
     detail = models.CharField(
         verbose_name=_("detail"),
