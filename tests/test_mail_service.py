@@ -122,6 +122,24 @@ def test_hard_bounce_or_complaint_stops_the_next_reminder(
     assert not mail.outbox
 
 
+def test_an_unsubscribe_at_the_service_suppresses_and_a_resubscribe_is_not_stored(
+    client, run_worker, shop, webhook_secret
+):
+    change = json.loads((FIXTURES / "postmark_subscription_change.json").read_text())
+    unsubscribed = change | {"Recipient": EMAIL}
+    resubscribed = unsubscribed | {"SuppressSending": False, "SuppressionReason": None}
+
+    assert post_event(client, "postmark_x", body=resubscribed).status_code == 200
+    assert not Delivery.objects.exists()  # anymail's `subscribed`: nothing to do
+    assert post_event(client, "postmark_x", body=unsubscribed).status_code == 200
+    run_worker()
+
+    assert Suppressed.objects.get().reason == Reason.SERVICE_UNSUBSCRIBE
+    decision = next_reminder(client, run_worker)
+    assert decision.reason == checkouts.suppressed_reason(Reason.SERVICE_UNSUBSCRIBE)
+    assert not mail.outbox
+
+
 def test_the_bounce_reason_names_the_receiving_servers_answer(
     client, run_worker, shop, webhook_secret
 ):
@@ -134,11 +152,21 @@ def test_the_bounce_reason_names_the_receiving_servers_answer(
     )
 
 
-@pytest.mark.parametrize("name", ["brevo_soft_bounce", "postmark_soft_bounce"])
+@pytest.mark.parametrize(
+    ("name", "changes"),
+    [
+        ("brevo_soft_bounce", {}),
+        ("postmark_soft_bounce", {}),
+        # Brevo's `deferred` and Postmark's `Transient` bounce type: anymail's `deferred`
+        ("brevo_soft_bounce", {"event": "deferred"}),
+        ("postmark_soft_bounce", {"Type": "Transient", "TypeCode": 2}),
+    ],
+    ids=["brevo", "postmark", "brevo-deferred", "postmark-transient"],
+)
 def test_soft_bounce_suppresses_nothing_and_the_next_reminder_goes_out(
-    client, run_worker, shop, webhook_secret, name
+    client, run_worker, shop, webhook_secret, name, changes
 ):
-    assert post_event(client, name).status_code == 200
+    assert post_event(client, name, body=sample(name) | changes).status_code == 200
     run_worker()
 
     delivery = Delivery.objects.get(source=SOURCE)

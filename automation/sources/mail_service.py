@@ -35,11 +35,12 @@ RECORDED_TYPES = frozenset({"bounced", "complained", "unsubscribed", "deferred"}
 # Brevo's event names (https://developers.brevo.com/docs/transactional-webhooks) that mean the
 # address cannot receive mail: a hard bounce, and an address Brevo found invalid.
 BREVO_PERMANENT_BOUNCES = frozenset({"hard_bounce", "invalid_email"})
-# Postmark's bounce types (https://postmarkapp.com/developer/api/bounce-api#bounce-types): a
-# hard bounce ("unknown user, mailbox not found") and a bad address. A SubscriptionChange
-# carries the reason as `SuppressionReason` instead of `Type`
+# Postmark's bounce types (https://postmarkapp.com/developer/api/bounce-api#bounce-types): only
+# a hard bounce ("unknown user, mailbox not found") is permanent among those anymail reports as
+# `bounced` (SoftBounce, VirusNotification are too). A SubscriptionChange carries the reason as
+# `SuppressionReason` instead of `Type`
 # (https://postmarkapp.com/developer/webhooks/subscription-change-webhook).
-POSTMARK_PERMANENT_BOUNCES = frozenset({"HardBounce", "BadEmailAddress"})
+POSTMARK_PERMANENT_BOUNCES = frozenset({"HardBounce"})
 
 MAX_DETAIL_CHARS = 255
 
