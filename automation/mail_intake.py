@@ -20,14 +20,25 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from . import inbox
 from .privacy import mask_email
-from .sources.mail_service import incoming_from_anymail
+from .sources.mail_service import SERVICES, incoming_from_anymail
 
 logger = logging.getLogger(__name__)
+
+# anymail's URL names (anymail/urls.py) of the tracking webhooks we mount: one per service we
+# send through. The others (other services, inbound mail) stay unmounted: 404.
+TRACKING_URL_NAMES = frozenset(f"{service}_tracking_webhook" for service in SERVICES.values())
 
 
 @receiver(tracking, dispatch_uid="automation.mail_intake.record_tracking_event")
 def record_tracking_event(sender: type, event: Any, esp_name: str, **kwargs: Any) -> None:
     """Store one tracking event as a delivery; events nothing acts on are left out."""
+    if esp_name not in SERVICES:
+        logger.warning(
+            "tracking event of %s not recorded: we send through %s only",
+            esp_name,
+            ", ".join(SERVICES),
+        )
+        return
     incoming = incoming_from_anymail(event, esp_name)
     if incoming is None:
         logger.debug("%s %s event not recorded", esp_name, event.event_type)

@@ -78,12 +78,19 @@ urlpatterns = [
     path("webhooks/shopify/", views.shopify_webhook, name="shopify-webhook"),
     path("webhooks/stripe/", views.stripe_webhook, name="stripe-webhook"),
     # The mail service's tracking webhooks (/anymail/brevo/tracking/, /anymail/postmark/tracking/):
-    # anymail's views, closed until ANYMAIL_WEBHOOK_SECRET is set.
+    # anymail's views for the services we send through, closed until ANYMAIL_WEBHOOK_SECRET is set.
     path(
         "anymail/",
         include(
             (
-                wrapped_patterns(anymail_urls.urlpatterns, mail_intake.webhook_secret_required),
+                wrapped_patterns(
+                    [
+                        pattern
+                        for pattern in anymail_urls.urlpatterns
+                        if pattern.name in mail_intake.TRACKING_URL_NAMES
+                    ],
+                    mail_intake.webhook_secret_required,
+                ),
                 anymail_urls.app_name,
             )
         ),

@@ -428,3 +428,18 @@ def test_the_admin_list_shows_why_each_address_is_suppressed(admin_client):
     assert "hard bounce (reported by the mail service)" in page
     assert "brevo: 550" in page
     assert "asked by phone" in page  # the merchant's own words, as written
+
+
+@pytest.mark.parametrize(
+    "path", ["/anymail/mailgun/tracking/", "/anymail/brevo/inbound/", "/anymail/postmark/inbound/"]
+)
+def test_only_the_tracking_webhooks_of_our_services_are_mounted(client, webhook_secret, path):
+    response = client.post(
+        path,
+        data=json.dumps(sample("brevo_hard_bounce")),
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Basic " + base64.b64encode(SECRET.encode()).decode(),
+    )
+
+    assert response.status_code == 404
+    assert not Delivery.objects.exists()
