@@ -20,10 +20,11 @@ from django.conf import settings as django_settings
 from django.core import mail
 
 from automation import checkouts, inbox
+from automation.exceptions import InvalidPayload
 from automation.models import Delivery, MarginRule, ReminderDecision, ReminderSettings
 from automation.models import SuppressedAddress as Suppressed
 from automation.privacy import email_ref
-from automation.sources.mail_service import SOURCE
+from automation.sources.mail_service import SOURCE, Kind, parse_tracking
 from tests.signing import post_shopify
 from tests.test_checkouts import EMAIL, checkout_body
 
@@ -443,3 +444,36 @@ def test_only_the_tracking_webhooks_of_our_services_are_mounted(client, webhook_
 
     assert response.status_code == 404
     assert not Delivery.objects.exists()
+
+
+GOOD_BODY = {
+    "service": "brevo",
+    "event_type": "bounced",
+    "recipient": EMAIL,
+    "timestamp": "2018-03-06T19:10:23+00:00",
+    "esp_event": {"event": "hard_bounce", "email": EMAIL},
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "refused"),
+    [
+        ({"service": "mailgun"}, "unknown mail service"),
+        ({"event_type": "opened"}, "unexpected event type"),
+        ({"esp_event": ["hard_bounce"]}, "esp_event must be an object"),
+        ({"recipient": "kim at example.org"}, "recipient is no e-mail"),
+        ({"recipient": None}, "recipient is no e-mail"),
+    ],
+)
+def test_a_stored_body_of_the_wrong_shape_is_refused_with_the_reason(changes, refused):
+    with pytest.raises(InvalidPayload, match=refused):
+        parse_tracking(GOOD_BODY | changes)
+
+
+def test_a_stored_body_reads_as_the_services_own_field_says():
+    assert parse_tracking(GOOD_BODY).kind is Kind.HARD_BOUNCE
+    soft = GOOD_BODY | {"esp_event": {"event": "soft_bounce"}}
+    assert parse_tracking(soft).kind is Kind.SOFT_BOUNCE
+    # Postmark's suppression after a hard bounce names it in SuppressionReason, not Type
+    change = GOOD_BODY | {"service": "postmark", "esp_event": {"SuppressionReason": "HardBounce"}}
+    assert parse_tracking(change).kind is Kind.HARD_BOUNCE
