@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.core import mail
+from django.core.checks import run_checks
 
 from automation import checkouts, inbox
+from automation.checks import MAIL_WEBHOOKS_CLOSED_ID
 from automation.exceptions import InvalidPayload
 from automation.models import Delivery, MarginRule, ReminderDecision, ReminderSettings
 from automation.models import SuppressedAddress as Suppressed
@@ -477,3 +479,16 @@ def test_a_stored_body_reads_as_the_services_own_field_says():
     # Postmark's suppression after a hard bounce names it in SuppressionReason, not Type
     change = GOOD_BODY | {"service": "postmark", "esp_event": {"SuppressionReason": "HardBounce"}}
     assert parse_tracking(change).kind is Kind.HARD_BOUNCE
+
+
+def test_check_deploy_warns_when_a_service_sends_without_its_webhook_secret(settings):
+    settings.EMAIL_SERVICE = "brevo"
+    settings.ANYMAIL = {**settings.ANYMAIL, "WEBHOOK_SECRET": []}
+    assert MAIL_WEBHOOKS_CLOSED_ID in {m.id for m in run_checks(include_deployment_checks=True)}
+
+    settings.ANYMAIL = {**settings.ANYMAIL, "WEBHOOK_SECRET": [SECRET]}
+    assert MAIL_WEBHOOKS_CLOSED_ID not in {m.id for m in run_checks(include_deployment_checks=True)}
+
+    settings.EMAIL_SERVICE = "smtp"  # no service, no webhooks to secure
+    settings.ANYMAIL = {**settings.ANYMAIL, "WEBHOOK_SECRET": []}
+    assert MAIL_WEBHOOKS_CLOSED_ID not in {m.id for m in run_checks(include_deployment_checks=True)}
