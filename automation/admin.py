@@ -939,8 +939,17 @@ class ClaimAdmin(ReadOnlyAdmin):
 
 @admin.register(SuppressedAddress)
 class SuppressedAddressAdmin(admin.ModelAdmin):
-    list_display = ("email", "reason", "created_at")
+    list_display = ("email", "why", "detail", "created_at")
+    list_filter = ("reason",)
     search_fields = ("email",)
+
+    @admin.display(description=_("reason"), ordering="reason")
+    def why(self, obj: SuppressedAddress) -> str:
+        """A written reason's label (hard bounce, complaint); the merchant's own text as is."""
+        try:
+            return SuppressedAddress.Reason(obj.reason).label
+        except ValueError:
+            return obj.reason
 
 
 @admin.register(DataRequest)

@@ -8,6 +8,6 @@ class AutomationConfig(AppConfig):
     verbose_name = "Elbkerzen Automation"
 
     def ready(self) -> None:
-        # register the topic handlers and the deploy checks
-        from . import checkouts, checks, privacy  # noqa: F401
+        # register the topic handlers, the mail service's signal receiver and the deploy checks
+        from . import bounces, checkouts, checks, mail_intake, privacy  # noqa: F401
         from .stock import handlers  # noqa: F401

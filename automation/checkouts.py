@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from . import claims, reminder_mail
+from . import claims, reminder_mail, suppression
 from .addresses import address_key
 from .decisions import (
     CREDIBLE_LEVEL,
@@ -432,6 +432,15 @@ def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
     return ""
 
 
+def suppressed_reason(reason: str) -> str:
+    """The decision's reason for an address on the suppression list, by why it is there."""
+    if reason == SuppressedAddress.Reason.HARD_BOUNCE:
+        return gettext("address bounced for good (reported by the mail service)")
+    if reason == SuppressedAddress.Reason.SPAM_COMPLAINT:
+        return gettext("address marked the mail as spam (reported by the mail service)")
+    return gettext("address unsubscribed")
+
+
 def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     """Why this checkout gets no reminder at all, or "" when it may get one."""
     if checkout.completed_at:
@@ -443,8 +452,8 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
         return INVALID_EMAIL
     if not checkout.accepts_marketing:
         return gettext("no marketing consent (UWG §7)")
-    if SuppressedAddress.objects.filter(email=key).exists():
-        return gettext("address unsubscribed")
+    if (suppressed := suppression.reason_for(key)) is not None:
+        return suppressed_reason(suppressed)
     if address_claimed(key):
         return frequency_capped(config)
     if claims.is_claimed(checkout_claim_key(checkout)):

@@ -1,10 +1,12 @@
 """System checks for `manage.py check --deploy`: settings that would hurt only in production."""
 
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from . import reminder_mail
 
 NO_MAIL_SERVER_ID = "automation.E001"
+MAIL_WEBHOOKS_CLOSED_ID = "automation.W001"
 
 
 @register(Tags.security, deploy=True)
@@ -19,5 +21,22 @@ def mail_server(app_configs: object = None, **kwargs: object) -> list[CheckMessa
             "while DEBUG is off.",
             hint="Set EMAIL_URL to your mail server, e.g. smtp+tls://user:password@host:587.",
             id=NO_MAIL_SERVER_ID,
+        )
+    ]
+
+
+@register(Tags.security, deploy=True)
+def mail_service_webhooks(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
+    """Sending through a mail service without its tracking webhooks: bounces never suppress."""
+    if settings.EMAIL_SERVICE == "smtp" or settings.ANYMAIL.get("WEBHOOK_SECRET"):
+        return []
+    return [
+        Warning(
+            f"EMAIL_SERVICE={settings.EMAIL_SERVICE} but ANYMAIL_WEBHOOK_SECRET is not set: the "
+            "service's tracking webhooks answer 403, so hard bounces and spam complaints do not "
+            "stop reminders.",
+            hint="Set ANYMAIL_WEBHOOK_SECRET=user:password and enter the webhook URL at the "
+            "service (docs/MAIL.md).",
+            id=MAIL_WEBHOOKS_CLOSED_ID,
         )
     ]

@@ -14,10 +14,8 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from . import handling, health, inbox, metrics, reminder_mail
-from .addresses import identifying_address
+from . import handling, health, inbox, metrics, reminder_mail, suppression
 from .exceptions import WebhookRejected
-from .models import SuppressedAddress
 from .privacy import mask_email
 from .sources import Incoming, shopify, stripe
 
@@ -91,7 +89,7 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     context["email"] = email
     if request.method == "POST":
         # the address the token names, as the list stores it (an old link may name a spelling)
-        SuppressedAddress.objects.get_or_create(email=identifying_address(email) or email)
+        suppression.suppress(email)
         logger.info("unsubscribed %s", mask_email(email))
         return render(request, "automation/unsubscribe.html", context | {"done": True})
     if request.method != "GET":

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_rq",
     "axes",
+    "anymail",
     "automation",
 ]
 
@@ -299,7 +300,44 @@ SHOP_STOREFRONT_DOMAINS = [
 REMINDER_RETRY_INTERVALS = env.list("REMINDER_RETRY_INTERVALS", cast=int, default=[60, 300, 900])
 
 # --- E-mail ---------------------------------------------------------------------------------
-vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+# Which service sends: `smtp` (EMAIL_URL, the default) or the merchant's mail service through
+# django-anymail's backend for it, with that service's API key (anymail's settings names:
+# https://anymail.dev/en/stable/esps/brevo/#settings, .../esps/postmark/#settings).
+EMAIL_SERVICE = env.str("EMAIL_SERVICE", default="smtp").strip().lower()
+# service: (anymail's backend, the environment variable with its key, anymail's setting)
+MAIL_SERVICE_BACKENDS = {
+    "brevo": ("anymail.backends.brevo.EmailBackend", "BREVO_API_KEY", "BREVO_API_KEY"),
+    "postmark": (
+        "anymail.backends.postmark.EmailBackend",
+        "POSTMARK_SERVER_TOKEN",
+        "POSTMARK_SERVER_TOKEN",
+    ),
+}
+if EMAIL_SERVICE != "smtp" and EMAIL_SERVICE not in MAIL_SERVICE_BACKENDS:
+    raise ImproperlyConfigured(
+        f"EMAIL_SERVICE must be smtp, {', '.join(MAIL_SERVICE_BACKENDS)}, not {EMAIL_SERVICE!r}"
+    )
+# Tracking webhooks (/anymail/<service>/tracking/) answer only requests with one of these
+# basic-auth `user:password` pairs (comma-separated while rotating); unset, they answer 403.
+ANYMAIL = {
+    "WEBHOOK_SECRET": [
+        secret.strip()
+        for secret in env.list("ANYMAIL_WEBHOOK_SECRET", default=[])
+        if secret.strip()
+    ],
+    # Seconds each call to the service's API may take: reminders and alerts are sent from
+    # jobs, and a job's retry covers a slow service (anymail's default is 30).
+    "REQUESTS_TIMEOUT": env.float("EMAIL_SERVICE_TIMEOUT", default=10.0),
+}
+if ANYMAIL["REQUESTS_TIMEOUT"] <= 0:
+    raise ImproperlyConfigured("set EMAIL_SERVICE_TIMEOUT to a number of seconds above 0")
+if EMAIL_SERVICE == "smtp":
+    vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+else:
+    EMAIL_BACKEND, _key_variable, _key_setting = MAIL_SERVICE_BACKENDS[EMAIL_SERVICE]
+    ANYMAIL[_key_setting] = env.str(_key_variable, default="")
+    if not ANYMAIL[_key_setting]:
+        raise ImproperlyConfigured(f"set {_key_variable} for EMAIL_SERVICE={EMAIL_SERVICE}")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="automation@elbkerzen.example")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])

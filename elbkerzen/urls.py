@@ -9,6 +9,7 @@ are therefore wrapped: only active superusers reach the dashboard.
 from collections.abc import Callable, Iterable
 from functools import wraps
 
+from anymail import urls as anymail_urls
 from django.contrib import admin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -18,7 +19,7 @@ from django_rq import urls as rq_urls
 from django_rq.admin import QueueAdmin
 from django_rq.models import Dashboard
 
-from automation import views
+from automation import mail_intake, views
 from automation.dashboard import demo as dashboard_demo
 from automation.dashboard import views as dashboard_views
 
@@ -38,14 +39,19 @@ def superuser_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
     return guarded
 
 
-def superuser_patterns(patterns: Iterable[URLPattern]) -> list[URLPattern]:
-    """Copies of the URL patterns whose views are `superuser_only`."""
+def wrapped_patterns(
+    patterns: Iterable[URLPattern], wrap: Callable[[Callable[..., HttpResponse]], Callable]
+) -> list[URLPattern]:
+    """Copies of the URL patterns whose views are wrapped in `wrap`."""
     return [
-        URLPattern(
-            pattern.pattern, superuser_only(pattern.callback), pattern.default_args, pattern.name
-        )
+        URLPattern(pattern.pattern, wrap(pattern.callback), pattern.default_args, pattern.name)
         for pattern in patterns
     ]
+
+
+def superuser_patterns(patterns: Iterable[URLPattern]) -> list[URLPattern]:
+    """Copies of the URL patterns whose views are `superuser_only`."""
+    return wrapped_patterns(patterns, superuser_only)
 
 
 class SuperuserQueueAdmin(QueueAdmin):
@@ -71,6 +77,24 @@ if admin.site.is_registered(Dashboard):  # django-rq registers it when RQ_SHOW_A
 urlpatterns = [
     path("webhooks/shopify/", views.shopify_webhook, name="shopify-webhook"),
     path("webhooks/stripe/", views.stripe_webhook, name="stripe-webhook"),
+    # The mail service's tracking webhooks (/anymail/brevo/tracking/, /anymail/postmark/tracking/):
+    # anymail's views for the services we send through, closed until ANYMAIL_WEBHOOK_SECRET is set.
+    path(
+        "anymail/",
+        include(
+            (
+                wrapped_patterns(
+                    [
+                        pattern
+                        for pattern in anymail_urls.urlpatterns
+                        if pattern.name in mail_intake.TRACKING_URL_NAMES
+                    ],
+                    mail_intake.webhook_secret_required,
+                ),
+                anymail_urls.app_name,
+            )
+        ),
+    ),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.prometheus_metrics, name="metrics"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),

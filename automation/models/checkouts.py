@@ -395,12 +395,29 @@ class Claim(models.Model):
 
 
 class SuppressedAddress(models.Model):
-    """An address that must never get a reminder again (unsubscribed or added by the merchant)."""
+    """An address that must never get a reminder again: unsubscribed, bounced for good, marked
+    as spam, or added by the merchant."""
+
+    class Reason(models.TextChoices):
+        UNSUBSCRIBE_LINK = "unsubscribe link", _("unsubscribe link")
+        HARD_BOUNCE = "hard bounce", _("hard bounce (reported by the mail service)")
+        SPAM_COMPLAINT = "spam complaint", _("spam complaint (reported by the mail service)")
+        SERVICE_UNSUBSCRIBE = "service unsubscribe", _("unsubscribed at the mail service")
 
     email = models.EmailField(
         verbose_name=_("email"), max_length=254, unique=True, help_text=_("Stored in lower case.")
     )
-    reason = models.CharField(verbose_name=_("reason"), max_length=100, default="unsubscribe link")
+    # Free text: the merchant writes their own ("asked by phone"); the codes above are what the
+    # unsubscribe link and the mail service's events write, shown translated in the admin.
+    reason = models.CharField(
+        verbose_name=_("reason"), max_length=100, default=Reason.UNSUBSCRIBE_LINK.value
+    )
+    detail = models.CharField(
+        verbose_name=_("detail"),
+        max_length=255,
+        blank=True,
+        help_text=_("What the mail service reported, e.g. the receiving server's answer."),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:

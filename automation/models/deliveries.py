@@ -11,6 +11,8 @@ class Delivery(models.Model):
     class Source(models.TextChoices):
         SHOPIFY = "shopify", _("Shopify")
         STRIPE = "stripe", _("Stripe")
+        # The merchant's mail service (Brevo, Postmark) through anymail's tracking webhooks.
+        MAIL_SERVICE = "mail_service", _("mail service")
 
     class Status(models.TextChoices):
         RECEIVED = "received", _("received")
@@ -125,6 +127,12 @@ class Delivery(models.Model):
                 fields=["event_id"],
                 condition=Q(source="stripe") & ~Q(event_id=""),
                 name="delivery_unique_stripe_event",
+            ),
+            # One row per mail-service event: the intake's key (automation/sources/mail_service.py).
+            models.UniqueConstraint(
+                fields=["topic", "webhook_id"],
+                condition=Q(source="mail_service"),
+                name="delivery_unique_mail_service_event",
             ),
         ]
         indexes = [

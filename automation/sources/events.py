@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from . import load_body
 from .checkout_version import CheckoutVersion
+from .mail_service import RECORDED_TYPES, TrackingEvent, parse_tracking
 from .shopify_checkouts import OrderEvent, parse_order, parse_shopify_checkout
 from .shopify_inventory import LevelUpdate, parse_level
 from .shopify_privacy import (
@@ -41,6 +42,7 @@ Event = (
     | RedactRequest
     | ShopRedactRequest
     | DataRequestBody
+    | TrackingEvent
 )
 # A parser takes the decoded body and the delivery's (unsigned) shop header.
 Parser = Callable[[object, str], Event]
@@ -70,6 +72,7 @@ PARSERS: dict[tuple[str, str], Parser] = {
     ("shopify", "customers/data_request"): parse_data_request,
     ("stripe", "checkout.session.expired"): _body_only(parse_stripe_session),
     ("stripe", "checkout.session.completed"): _body_only(parse_stripe_session),
+    **{("mail_service", topic): _body_only(parse_tracking) for topic in RECORDED_TYPES},
 }
 
 

@@ -1,0 +1,38 @@
+"""The mail service's bounces and complaints: the handler that applies them to the suppression
+list, once the inbox has stored them (automation/mail_intake.py records, this module acts).
+
+A hard bounce, a spam complaint or an unsubscribe at the service stops every future reminder to
+the address; a soft bounce or a deferral is temporary and changes nothing.
+"""
+
+from .handling import Outcome, handles
+from .models import Delivery
+from .privacy import customer_refs, mask_email
+from .sources.mail_service import RECORDED_TYPES, SOURCE, Kind, TrackingEvent
+from .suppression import Reason, suppress
+
+# What each kind of event puts on the list as its reason; a kind not named here suppresses nothing.
+SUPPRESSING = {
+    Kind.HARD_BOUNCE: Reason.HARD_BOUNCE,
+    Kind.COMPLAINT: Reason.SPAM_COMPLAINT,
+    Kind.UNSUBSCRIBE: Reason.SERVICE_UNSUBSCRIBE,
+}
+
+
+@handles(SOURCE, *sorted(RECORDED_TYPES))
+def handle_tracking_event(event: TrackingEvent, delivery: Delivery) -> Outcome:
+    """Suppress the address for a hard bounce, a complaint or an unsubscribe; note the rest."""
+    # The body names the recipient: link it by pseudonym, so `customers/redact` drops it.
+    Delivery.objects.filter(pk=delivery.pk).update(**customer_refs(event.recipient))
+    masked = mask_email(event.recipient)
+    reason = SUPPRESSING.get(event.kind)
+    if reason is None:
+        return Outcome(
+            Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} not suppressed"
+        )
+    detail = f"{event.service}: {event.detail}" if event.detail else event.service
+    if suppress(event.recipient, reason, detail):
+        return Outcome(Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} suppressed")
+    return Outcome(
+        Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} was already suppressed"
+    )
