@@ -115,7 +115,7 @@ def test_the_frequency_cap_holds_across_a_key_rotation(settings):
 
 # --- the migration: bare hashes are re-keyed from what we still hold, or dropped --------------
 
-BEFORE, AFTER = ("automation", "0006_catalogue"), ("automation", "0007_keyed_pseudonyms")
+BEFORE, AFTER = ("automation", "0007_alert_slots"), ("automation", "0008_keyed_pseudonyms")
 
 
 def migrate(target):

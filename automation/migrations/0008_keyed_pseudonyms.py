@@ -152,7 +152,7 @@ def rekey(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("automation", "0006_catalogue"),
+        ("automation", "0007_alert_slots"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('automation', '0006_catalogue'),
+        ('automation', '0008_keyed_pseudonyms'),
     ]
 
     operations = [
