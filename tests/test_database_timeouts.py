@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.utils import ConnectionHandler, OperationalError
 from rq import Queue
 
-from automation import db_timeouts, inbox
+from automation import db_timeouts
 from automation.models import Delivery
 from automation.workers import Worker
 from tests.signing import post_shopify
@@ -88,7 +88,7 @@ def test_a_duplicate_while_the_table_is_locked_gets_a_fast_503_too(requires_post
     post_shopify(client, BODY, "inventory_levels/update", HTTP_X_SHOPIFY_WEBHOOK_ID="dup-1")
     holder = second_connection()
     # Row lock on the stored delivery: the INSERT conflicts, the duplicate count must wait
-    holder.execute(f'SELECT 1 FROM "{Delivery._meta.db_table}" FOR UPDATE')
+    holder.execute(f'SELECT 1 FROM "{Delivery._meta.db_table}" FOR UPDATE')  # noqa: S608
     try:
         started = time.monotonic()
         response = post_shopify(
@@ -120,9 +120,12 @@ def test_the_intakes_limits_end_with_its_transaction(requires_postgres):
 def test_a_slow_statement_of_the_intake_is_cut_off(requires_postgres, settings):
     settings.INTAKE_DB_STATEMENT_TIMEOUT_MS = 200
     started = time.monotonic()
-    with pytest.raises(OperationalError, match="statement timeout"):
-        with db_timeouts.intake_transaction(), connection.cursor() as cursor:
-            cursor.execute("SELECT pg_sleep(5)")
+    with (
+        pytest.raises(OperationalError, match="statement timeout"),
+        db_timeouts.intake_transaction(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SELECT pg_sleep(5)")
     assert time.monotonic() - started < 1.0
 
 
