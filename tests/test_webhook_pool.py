@@ -198,7 +198,6 @@ def test_webhooks_are_answered_within_a_second_while_every_admin_worker_waits_on
 
     # Then every webhook and health probe is answered within a second, and every delivery stored
     latencies = [seconds for _, seconds in load.webhooks]
-    open("/tmp/pool_numbers.txt", "a").write(f"POOL webhooks {sorted(round(x, 3) for x in latencies)} probes {sorted(round(s, 3) for _, s in load.probes)} pickers {len(load.pickers)} min {min(s for _, s, _ in load.pickers):.2f} max {max(s for _, s, _ in load.pickers):.2f}\n")
     assert [status for status, _ in load.webhooks] == [200] * WEBHOOKS
     assert max(latencies) < LIMIT_S, latencies
     assert max(seconds for _, seconds in load.probes) < LIMIT_S, load.probes
@@ -229,6 +228,5 @@ def test_with_one_pool_for_both_the_same_searches_make_the_webhooks_late(
 
     load = merchant_searches_while_webhooks_arrive(proxy.port, cookie, "shared")
 
-    open("/tmp/pool_numbers.txt", "a").write(f"SHARED webhooks {sorted(round(s, 2) for _, s in load.webhooks)}\n")
     late = [seconds for _, seconds in load.webhooks if seconds >= LIMIT_S]
     assert len(late) > WEBHOOKS // 2, load.webhooks
