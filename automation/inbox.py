@@ -5,7 +5,6 @@ backlog is worked off in batches: `handling.BATCH_HANDLERS`) and never call back
 inbox records what they return, in their transaction, and schedules their follow-ups.
 """
 
-import contextlib
 import functools
 import logging
 import re
@@ -20,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from . import ads, alerts, rows, scheduling
+from .db_timeouts import intake_transaction
 from .exceptions import InvalidPayload, PermanentError
 from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
 from .log_context import delivery_context
@@ -51,11 +51,11 @@ def record(incoming: Incoming) -> Recorded | None:
     """
     invalid = bool(incoming.invalid_reason)
     status = Status.INVALID if invalid else Status.RECEIVED
-    # A lone INSERT commits by itself: no BEGIN/COMMIT round trips on the hot path. Inside a
-    # caller's transaction a savepoint keeps an IntegrityError from poisoning it.
-    guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+    # Short lock and statement limits (db_timeouts): a locked table costs the sender a fast 503
+    # and a retry, not a worker held past its 5 s. Inside a caller's transaction a savepoint
+    # keeps an IntegrityError from poisoning it.
     try:
-        with guard:
+        with intake_transaction():
             pk = rows.insert(
                 Delivery,
                 source=incoming.source,
@@ -70,8 +70,8 @@ def record(incoming: Incoming) -> Recorded | None:
                 last_error=incoming.invalid_reason,
                 processed_at=timezone.now() if invalid else None,
             )
-        if not invalid:
-            transaction.on_commit(lambda: scheduling.enqueue_delivery(pk))
+            if not invalid:
+                transaction.on_commit(lambda: scheduling.enqueue_delivery(pk))
     except IntegrityError:
         if not _count_duplicate(incoming):
             raise
@@ -91,7 +91,8 @@ def _count_duplicate(incoming: Incoming) -> bool:
             topic=incoming.topic,
             webhook_id=incoming.webhook_id,
         )
-    return same.update(duplicate_count=F("duplicate_count") + 1) > 0
+    with intake_transaction():
+        return same.update(duplicate_count=F("duplicate_count") + 1) > 0
 
 
 # How many rows of each kind one sweep looks at (one Redis round trip per kind): a backlog is

@@ -99,6 +99,25 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 # connection broken by a PostgreSQL restart fails one request (503: the sender retries) or one
 # job attempt (RQ retries), and Django drops it afterwards.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
+# Seconds to open a PostgreSQL connection (libpq's connect_timeout; at least 2).
+DATABASE_CONNECT_TIMEOUT = env.int("DATABASE_CONNECT_TIMEOUT", default=5)
+# PostgreSQL waits forever for a lock or a statement unless told (both default to 0). The
+# intake's write transaction waits at most INTAKE_DB_LOCK_TIMEOUT_MS for a lock and
+# INTAKE_DB_STATEMENT_TIMEOUT_MS per statement, then answers 503 (the sender retries, nothing
+# is lost) well within Shopify's 5 s; an RQ worker's connection gets the longer WORKER_* ones.
+# Milliseconds; 0 turns one off. automation/db_timeouts.py applies them.
+INTAKE_DB_LOCK_TIMEOUT_MS = env.int("INTAKE_DB_LOCK_TIMEOUT_MS", default=300)
+INTAKE_DB_STATEMENT_TIMEOUT_MS = env.int("INTAKE_DB_STATEMENT_TIMEOUT_MS", default=2000)
+WORKER_DB_LOCK_TIMEOUT_MS = env.int("WORKER_DB_LOCK_TIMEOUT_MS", default=30_000)
+WORKER_DB_STATEMENT_TIMEOUT_MS = env.int("WORKER_DB_STATEMENT_TIMEOUT_MS", default=120_000)
+for _name in (
+    "INTAKE_DB_LOCK_TIMEOUT_MS",
+    "INTAKE_DB_STATEMENT_TIMEOUT_MS",
+    "WORKER_DB_LOCK_TIMEOUT_MS",
+    "WORKER_DB_STATEMENT_TIMEOUT_MS",
+):
+    if vars()[_name] < 0:
+        raise ImproperlyConfigured(f"set {_name} to 0 (no limit) or a number of milliseconds")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg prepares a statement after this many runs on a connection; only the statements
     # `automation.rows` sends on psycopg's own cursor qualify (Django's cursors bind client-side
@@ -107,6 +126,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
         5 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
     )
+    # libpq waits forever for a server that accepts the connection and never answers.
+    DATABASES["default"]["OPTIONS"]["connect_timeout"] = DATABASE_CONNECT_TIMEOUT
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and cron share one file: wait for the writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -191,8 +212,30 @@ API_AUTH_FAILURE_WINDOW = env.int("API_AUTH_FAILURE_WINDOW", default=60)
 
 # --- Redis and RQ -------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+# django-rq builds the worker's and the dashboard's clients from the URL alone; redis-py reads
+# socket timeouts from its query (redis-py's `from_url`). RQ raises a worker's read timeout
+# above its blocking dequeue by itself (`BaseWorker._set_connection` in rq.worker.base).
+REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=1.0)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=5.0)
+
+
+def _with_timeouts(url: str) -> str:
+    """`url` with redis-py's socket timeouts in its query, unless it names them itself."""
+    wanted = {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+    }
+    extra = "&".join(f"{key}={value}" for key, value in wanted.items() if f"{key}=" not in url)
+    if not extra:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{extra}"
+
+
 RQ_QUEUES = {
-    "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env.int("RQ_DEFAULT_TIMEOUT", default=180)},
+    "default": {
+        "URL": _with_timeouts(REDIS_URL),
+        "DEFAULT_TIMEOUT": env.int("RQ_DEFAULT_TIMEOUT", default=180),
+    },
 }
 RQ_SHOW_ADMIN_LINK = True
 

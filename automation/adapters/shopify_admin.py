@@ -325,6 +325,7 @@ def request_access_token(
     *,
     session: requests.Session | None = None,
     timeout: float = 10.0,
+    attempts: int = _TRANSPORT_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
     credentials_hint: str = "the app's client id and secret",
 ) -> AccessToken:
@@ -352,6 +353,7 @@ def request_access_token(
             sleep=sleep,
             what="Shopify's token endpoint",
             url=url,
+            attempts=attempts,
         )
     finally:
         if session is None:
@@ -422,8 +424,13 @@ class ClientCredentialsTokens:
         request: Callable[..., AccessToken] = request_access_token,
         credentials_hint: str = "the app's client id and secret",
         on_fetch: Callable[[AccessToken], None] | None = None,
+        timeout: float = 10.0,
+        attempts: int = _TRANSPORT_ATTEMPTS,
     ) -> None:
         self.base_url = base_url
+        # Each fetch: `attempts` requests of at most `timeout` seconds (a page: one short one).
+        self.timeout = timeout
+        self.attempts = attempts
         self.client_id = client_id
         self._client_secret = client_secret
         self._cache = cache
@@ -458,7 +465,12 @@ class ClientCredentialsTokens:
 
     def _fetch(self) -> str:
         token = self._request(
-            self.base_url, self.client_id, self._client_secret, credentials_hint=self._hint
+            self.base_url,
+            self.client_id,
+            self._client_secret,
+            credentials_hint=self._hint,
+            timeout=self.timeout,
+            attempts=self.attempts,
         )
         self.fetched += 1
         keep = token.expires_in - self._margin

@@ -241,7 +241,7 @@ def ad_groups(text: str) -> Found:
         groups = google_ads.search_ad_groups_for_picking(
             customer,
             text,
-            client=ads.google_client(),
+            client=ads.google_client_for_page(),
             timeout=settings.VENDOR_INTERACTIVE_TIMEOUT,
         )
     except Exception as err:  # noqa: BLE001

@@ -168,7 +168,7 @@ def try_google_ads() -> Probe:
     if not customer:
         return Probe(False, _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID."))
     try:
-        client = ads.google_client()
+        client = ads.google_client_for_page()
         timeout = settings.VENDOR_INTERACTIVE_TIMEOUT
         name = google_ads.account_name(customer, client=client, timeout=timeout)
         probe = Probe(True, _("Connected to the account “%(name)s”.") % {"name": name})
