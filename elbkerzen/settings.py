@@ -224,6 +224,11 @@ DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=100)
 if DELIVERY_BATCH_SIZE < 1:
     raise ImproperlyConfigured("set DELIVERY_BATCH_SIZE to 1 (no batches) or more")
+# And takes followers along only while their stored bodies, with its own, stay within this many
+# bytes: a burst of large bodies is not loaded (and parsed) all at once by one worker.
+DELIVERY_BATCH_MAX_BYTES = env.int("DELIVERY_BATCH_MAX_BYTES", default=1024 * 1024)
+if DELIVERY_BATCH_MAX_BYTES < 1:
+    raise ImproperlyConfigured("set DELIVERY_BATCH_MAX_BYTES to 1 or more")
 # Raw bodies are dropped after this many days by the nightly run; the metadata stays.
 DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
 
