@@ -150,6 +150,12 @@ REST_FRAMEWORK = {
         "automation.api.permissions.ModelPermissions",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # DRF's defaults, with a JSON parser that answers absurd nesting with 400, not 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "automation.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Page size and its maximum: automation/api/pagination.py.
     "DEFAULT_PAGINATION_CLASS": "automation.api.pagination.LimitOffsetPagination",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
