@@ -12,6 +12,19 @@ from . import parse_timestamp
 
 NOT_AN_OBJECT = "body is not a JSON object"
 _BIGINT = 2**63 - 1
+# The most characters of one text field that any cleaning, regex or address parser reads;
+# a longer value is cut first (`bounded`). Above every field we keep (the recovery URL's
+# 2,000 the longest), so only a hostile value loses anything.
+MAX_FIELD_CHARS = 4096
+# A phone number is kept only as a pseudonym of its digits: more than this is no number.
+PHONE_MAX_CHARS = 64
+
+
+def bounded(value: object, limit: int = MAX_FIELD_CHARS) -> object:
+    """A string cut to `limit` characters, anything else as it is: what every parser does to a
+    text field before reading it, so a field's length cannot make a regex (or an HTML or
+    address parser) slow; one such regex was quadratic in a name's length."""
+    return value[:limit] if isinstance(value, str) else value
 
 
 def json_object(payload: object, problem: str = NOT_AN_OBJECT) -> dict:
@@ -25,10 +38,10 @@ def text(value: object, name: str, limit: int, *, required: bool = False) -> str
     """A string of at most `limit` characters, stripped; null is "" unless `required`."""
     if value is None and not required:
         return ""
+    if isinstance(value, str) and len(value) > limit:
+        raise InvalidPayload(f"{name} is longer than {limit} characters")
     if not isinstance(value, str) or (required and not value.strip()):
         raise InvalidPayload(f"{name} must be a{' non-empty' if required else ''} string")
-    if len(value) > limit:
-        raise InvalidPayload(f"{name} is longer than {limit} characters")
     return value.strip()
 
 
@@ -81,12 +94,19 @@ def raw_email(value: object, name: str) -> str:
         return ""
     if not isinstance(value, str):
         raise InvalidPayload(f"{name} must be a string")
-    return value
+    return bounded(value)
 
 
 def phone(*candidates: object) -> str:
     """The first phone number given as a string; we keep only its pseudonym, for redaction."""
-    return next((value[:64] for value in candidates if isinstance(value, str) and value), "")
+    return next(
+        (
+            bounded(value, PHONE_MAX_CHARS)
+            for value in candidates
+            if isinstance(value, str) and value
+        ),
+        "",
+    )
 
 
 def dig(payload: object, *keys: str) -> object:

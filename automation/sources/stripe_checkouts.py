@@ -8,7 +8,7 @@ from django.conf import settings
 from ..exceptions import InvalidPayload
 from ..models import CheckoutState
 from .checkout_version import CheckoutVersion, email_fields
-from .fields import dig, json_object, phone, raw_email, text
+from .fields import bounded, dig, json_object, phone, raw_email, text
 
 # Values of the merchant's own consent field in a Stripe session's metadata that mean "opted
 # in" (compared lower-case, without surrounding spaces); see stripe_consent.
@@ -34,7 +34,7 @@ def stripe_consent(session: dict) -> bool:
         return False
     if promotions == "opt_in":
         return True
-    given = (metadata or {}).get(settings.STRIPE_CONSENT_METADATA_KEY)
+    given = bounded((metadata or {}).get(settings.STRIPE_CONSENT_METADATA_KEY))
     return isinstance(given, str) and given.strip().lower() in STRIPE_CONSENT_VALUES
 
 
