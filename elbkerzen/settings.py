@@ -209,6 +209,10 @@ STRIPE_WEBHOOK_TOLERANCE = env.int("STRIPE_WEBHOOK_TOLERANCE", default=300)
 # The Checkout Session metadata key carrying the shop's own marketing opt-in (true/yes/1/opt_in).
 STRIPE_CONSENT_METADATA_KEY = env.str("STRIPE_CONSENT_METADATA_KEY", default="marketing_consent")
 WEBHOOK_MAX_BODY_BYTES = env.int("WEBHOOK_MAX_BODY_BYTES", default=5 * 1024 * 1024)
+# A sender's timestamp (a level's, a product's, a checkout's `updated_at`, …) more than this many
+# seconds ahead of our clock is refused as invalid: the stale guards keep the newest one seen,
+# so a far-future one would freeze its item. Room for the senders' clock skew.
+WEBHOOK_MAX_FUTURE_SECONDS = env.int("WEBHOOK_MAX_FUTURE_SECONDS", default=300)
 # request.body refuses larger bodies with a 400 before our 413 check could answer.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(WEBHOOK_MAX_BODY_BYTES + 1, 2_621_440)
 # Waits between the attempts of a failing delivery job (RQ Retry); one more attempt than waits.
