@@ -2,6 +2,7 @@
 ad group actions to read (and replay)."""
 
 import json
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from django import forms
@@ -10,7 +11,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import DateTimeField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Least
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -825,10 +827,30 @@ class AdGroupActionAdmin(ReadOnlyAdmin):
     list_select_related = ("delivery",)
 
 
+# The latest instant Python's datetime holds in every time zone the admin may show it in.
+LOADABLE_UNTIL = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 @admin.register(StockLevel)
 class StockLevelAdmin(ReadOnlyAdmin):
-    list_display = ("inventory_item_id", "location_id", "available", "updated_at", "recorded_at")
+    list_display = (
+        "inventory_item_id",
+        "location_id",
+        "available",
+        "shopify_updated_at",
+        "recorded_at",
+    )
     search_fields = ("inventory_item_id", "location_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        """The list reads Shopify's timestamp capped at what Python can load: a level stored
+        from beyond year 9999 (before the parsers refused such times) does not take it down."""
+        shown = Least("updated_at", Value(LOADABLE_UNTIL, output_field=DateTimeField()))
+        return super().get_queryset(request).defer("updated_at").annotate(shown_updated_at=shown)
+
+    @admin.display(description=_("updated at"), ordering="updated_at")
+    def shopify_updated_at(self, level: StockLevel) -> datetime:
+        return level.shown_updated_at
 
 
 @admin.register(ReminderSettings)

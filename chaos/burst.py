@@ -118,8 +118,10 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     # Every item, the removed ad group's too: it is skipped, so it is neither paused nor held.
     items = sorted({g.item for g in scenario.watched})
     ad_groups = [g.ad_group_id for g in scenario.watched if not g.broken]
-    end = time.time() - t0 + 3600  # later than every level of the day
-    _send_all(harness.base_url, _levels(items, scenario.locations[:1], 1000, end), t0)
+    # Dated when sent, as Shopify dates them: later than every level of the day (whose stream
+    # has ended), and not ahead of the clock, which the intake refuses (WEBHOOK_MAX_FUTURE_SECONDS).
+    restocked = time.time() - t0
+    _send_all(harness.base_url, _levels(items, scenario.locations[:1], 1000, restocked), t0)
     observe.wait_until_idle(redis, settle_timeout)
     _wait_window()
     with observe.db():
@@ -130,7 +132,8 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
         )
     calls_before = harness.ads.applied_calls
     mails_before = len(harness.mail.snapshot())
-    keys = _send_all(harness.base_url, _levels(items, scenario.locations, 0, end + 60), t0)
+    sold_out = max(time.time() - t0, restocked + 0.001)
+    keys = _send_all(harness.base_url, _levels(items, scenario.locations, 0, sold_out), t0)
     observe.wait_until_idle(redis, settle_timeout)
     time.sleep(1.0)  # the alert goes out after its commit
     pauses_sent = harness.ads.applied_calls - calls_before

@@ -172,6 +172,12 @@ REST_FRAMEWORK = {
         "automation.api.permissions.ModelPermissions",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # DRF's defaults, with a JSON parser that answers absurd nesting with 400, not 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "automation.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Page size and its maximum: automation/api/pagination.py.
     "DEFAULT_PAGINATION_CLASS": "automation.api.pagination.LimitOffsetPagination",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -247,6 +253,10 @@ STRIPE_WEBHOOK_TOLERANCE = env.int("STRIPE_WEBHOOK_TOLERANCE", default=300)
 # The Checkout Session metadata key carrying the shop's own marketing opt-in (true/yes/1/opt_in).
 STRIPE_CONSENT_METADATA_KEY = env.str("STRIPE_CONSENT_METADATA_KEY", default="marketing_consent")
 WEBHOOK_MAX_BODY_BYTES = env.int("WEBHOOK_MAX_BODY_BYTES", default=5 * 1024 * 1024)
+# A sender's timestamp (a level's, a product's, a checkout's `updated_at`, …) more than this many
+# seconds ahead of our clock is refused as invalid: the stale guards keep the newest one seen,
+# so a far-future one would freeze its item. Room for the senders' clock skew.
+WEBHOOK_MAX_FUTURE_SECONDS = env.int("WEBHOOK_MAX_FUTURE_SECONDS", default=300)
 # request.body refuses larger bodies with a 400 before our 413 check could answer.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(WEBHOOK_MAX_BODY_BYTES + 1, 2_621_440)
 # Waits between the attempts of a failing delivery job (RQ Retry); one more attempt than waits.
@@ -268,6 +278,11 @@ DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=100)
 if DELIVERY_BATCH_SIZE < 1:
     raise ImproperlyConfigured("set DELIVERY_BATCH_SIZE to 1 (no batches) or more")
+# And takes followers along only while their stored bodies, with its own, stay within this many
+# bytes: a burst of large bodies is not loaded (and parsed) all at once by one worker.
+DELIVERY_BATCH_MAX_BYTES = env.int("DELIVERY_BATCH_MAX_BYTES", default=1024 * 1024)
+if DELIVERY_BATCH_MAX_BYTES < 1:
+    raise ImproperlyConfigured("set DELIVERY_BATCH_MAX_BYTES to 1 or more")
 # Raw bodies are dropped after this many days by the nightly run; the metadata stays.
 DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
 
