@@ -26,6 +26,6 @@ def unfreeze(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("automation", "0006_catalogue")]
+    dependencies = [("automation", "0009_mail_service_suppression")]
 
     operations = [migrations.RunPython(unfreeze, migrations.RunPython.noop, elidable=True)]
