@@ -147,7 +147,7 @@ def test_the_migration_unfreezes_stored_future_timestamps(admin_client):
                 [FAR_FUTURE],
             )
 
-    migration = importlib.import_module("automation.migrations.0007_unfreeze_future_timestamps")
+    migration = importlib.import_module("automation.migrations.0010_unfreeze_future_timestamps")
     migration.unfreeze(apps, None)
 
     stored = StockLevel.objects.get()
