@@ -168,9 +168,9 @@ def test_every_page_of_ours_is_guarded_by_page_access():
 def test_without_the_permission_every_action_is_403_and_nothing_runs(
     client,
     world,
-    shop,
-    account,
-    make_user,  # noqa: F811
+    shop,  # noqa: F811
+    account,  # noqa: F811
+    make_user,
 ):
     user = make_user(email="mitarbeiter@elbkerzen.example")
     client.force_login(user)
@@ -253,61 +253,61 @@ ALLOWED: list[tuple[Call, tuple[str, ...], Ran]] = [
     (
         _setup("shopify_test"),
         ("view_delivery", "change_delivery"),
-        lambda world, shop, account, response: bool(shop.requests) and "Elbkerzen" in response,
+        lambda world, shopify, ads, page: bool(shopify.requests) and "Elbkerzen" in page,
     ),
     (
         _setup("shopify_webhooks"),
         ("view_delivery", "change_delivery"),
-        lambda world, shop, account, response: len(shop.subscriptions) > 2,
+        lambda world, shopify, ads, page: len(shopify.subscriptions) > 2,
     ),
     (
         _setup("google_ads_test"),
         ("view_adgroup", "change_adgroup"),
-        lambda world, shop, account, response: bool(account.searches),
+        lambda world, shopify, ads, page: bool(ads.searches),
     ),
     (
         _setup("email_test"),
         ("view_remindersettings", "change_remindersettings"),
-        lambda world, shop, account, response: len(mail.outbox) == 1,
+        lambda world, shopify, ads, page: len(mail.outbox) == 1,
     ),
     (
         Call("setup-pick-products", "get", {"q": "winter"}),
         ("add_watchedproduct",),
-        lambda world, shop, account, response: "Winterzauber" in response,
+        lambda world, shopify, ads, page: "Winterzauber" in page,
     ),
     (
         Call("setup-pick-products", "get", {"q": "winter"}),
         ("change_watchedproduct",),
-        lambda world, shop, account, response: "Winterzauber" in response,
+        lambda world, shopify, ads, page: "Winterzauber" in page,
     ),
     (
         Call("setup-pick-ad-groups", "get", {"q": "winter"}),
         ("add_adgroup",),
-        lambda world, shop, account, response: "Winterzauber Suche" in response,
+        lambda world, shopify, ads, page: "Winterzauber Suche" in page,
     ),
     (
         Call("dashboard-demo-remove"),
         ("delete_watchedproduct",),
-        lambda world, shop, account, response: not demo.demo_present(),
+        lambda world, shopify, ads, page: not demo.demo_present(),
     ),
     (
         Call("admin:automation_watchedproduct_manual", data={"reason": "Test"}, about="product"),
         ("change_watchedproduct",),
-        lambda world, shop, account, response: (
+        lambda world, shopify, ads, page: (
             AdGroup.objects.get(pk=world.group.pk).manual_status == AdGroupAction.Status.PAUSED
         ),
     ),
     (
         Call("admin:automation_adgroup_manual", data={"reason": "Test"}, about="group"),
         ("change_adgroup",),
-        lambda world, shop, account, response: (
+        lambda world, shopify, ads, page: (
             AdGroup.objects.get(pk=world.group.pk).manual_status == AdGroupAction.Status.PAUSED
         ),
     ),
     (
         Call("admin:automation_heldchange_discard_all"),
         ("change_heldchange",),
-        lambda world, shop, account, response: (
+        lambda world, shopify, ads, page: (
             HeldChange.objects.get(pk=world.held.pk).resolution == HeldChange.Resolution.DISCARDED
         ),
     ),
