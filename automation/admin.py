@@ -48,7 +48,7 @@ from .models import (
     WatchedProduct,
 )
 from .privacy import mask_email
-from .setup import pickers, probes
+from .setup import failures, pickers
 from .setup.forms import AdGroupForm, WatchedProductForm, dashed
 from .sources import load_body
 from .sources.events import parse_event
@@ -298,7 +298,7 @@ def _ads_failed(done: apply.Settled, name: str) -> tuple[int, str]:
             "Google Ads did not take the change for ad group %(group)s: %(error)s The change is "
             "saved; the next stock update or the nightly reconciliation sets the ad group again."
         )
-        % {"group": name, "error": probes.explain(done.error)},
+        % {"group": name, "error": failures.explain(done.error)},
     )
 
 
