@@ -339,6 +339,7 @@ LOGGING = {
     "filters": {
         "delivery": {"()": "automation.log_context.DeliveryIdFilter"},
         "redact": {"()": "automation.log_context.RedactEmailsFilter"},
+        "secrets": {"()": "automation.log_context.MaskSecretsFilter"},
     },
     "formatters": {
         "plain": {
@@ -354,7 +355,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["delivery", "redact"],
+            "filters": ["delivery", "redact", "secrets"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

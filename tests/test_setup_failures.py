@@ -21,6 +21,7 @@ from automation.adapters.shopify_admin import (
     ShopifyThrottled,
 )
 from automation.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
+from automation.log_context import MaskSecretsFilter
 from automation.masking import MASK, mask_secrets
 from automation.setup import failures
 from automation.setup.failures import Kind
@@ -246,3 +247,18 @@ def test_configured_secrets_and_credential_shapes_are_masked(settings):
         assert secret not in masked
     assert masked.count(MASK) == 12
     assert masked.endswith("kept: shop elbkerzen, HTTP 400")
+
+
+def test_the_log_handler_masks_what_a_library_logs(settings):
+    """The Google Ads client logs each fault message itself; the console handler masks it."""
+    settings.GOOGLE_ADS_SECRETS = [ads_standin.DEVELOPER_TOKEN]
+    record = logging.LogRecord(
+        "google.ads.googleads.client", logging.WARNING, __file__, 1,
+        "Request made: FaultMessage: %s", (f"{VENDOR_WORDS} {ads_standin.DEVELOPER_TOKEN}",), None,
+    )  # fmt: skip
+
+    assert MaskSecretsFilter().filter(record)
+
+    assert record.getMessage() == f"Request made: FaultMessage: {VENDOR_WORDS} {MASK}"
+    console = logging.getLogger().handlers
+    assert any(isinstance(f, MaskSecretsFilter) for handler in console for f in handler.filters)
