@@ -18,6 +18,7 @@ import traceback
 import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils import formats
 from django.utils.translation import gettext as _
 
 from ..adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
@@ -94,7 +95,7 @@ def mail_kind(err: Exception) -> Kind:
 
 
 def _seconds() -> dict[str, object]:
-    return {"seconds": settings.VENDOR_INTERACTIVE_TIMEOUT}
+    return {"seconds": formats.localize(settings.VENDOR_INTERACTIVE_TIMEOUT)}
 
 
 def shopify_sentence(err: ShopifyAdminError, kind: Kind) -> str:
