@@ -1120,8 +1120,12 @@ class HeldChangeAdmin(ReadOnlyAdmin):
             decided = held_changes.discard(queryset, request.user)
             message = _("Discarded %(count)d held changes: the ads stay as they are.")
         self.message_user(request, message % {"count": decided.decided}, messages.SUCCESS)
-        for error in decided.errors:
-            self.message_user(request, error, messages.ERROR)
+        for ad_group_id, error in decided.failures:
+            text = _("Ad group %(group)s: %(error)s") % {
+                "group": ad_group_id,
+                "error": failures.explain(error),
+            }
+            self.message_user(request, text, messages.ERROR)
 
     def _decide_all(self, request: HttpRequest, how: str):
         if request.method != "POST":

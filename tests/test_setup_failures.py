@@ -10,10 +10,13 @@ record holds the vendor's text with the token masked.
 import html as html_text
 import logging
 import smtplib
+from datetime import timedelta
 
 import grpc
 import pytest
 import requests
+from django.utils import timezone
+from rest_framework.test import APIClient
 
 from automation.adapters.shopify_admin import (
     ShopifyAdminError,
@@ -23,11 +26,16 @@ from automation.adapters.shopify_admin import (
 from automation.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from automation.log_context import MaskSecretsFilter
 from automation.masking import MASK, mask_secrets
+from automation.models import BrakeEpisode, HeldChange
 from automation.setup import failures
 from automation.setup.failures import Kind
+from automation.sources.shopify_inventory import LevelUpdate
 from tests import ads_standin
 from tests.shopify_standin import TOKEN
-from tests.test_setup import EN, account, page, section, shop  # noqa: F401 (fixtures)
+from tests.support import people
+from tests.support.levels import apply_level
+from tests.support.watching import watch
+from tests.test_setup import CUSTOMER, EN, account, page, section, shop  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -262,3 +270,44 @@ def test_the_log_handler_masks_what_a_library_logs(settings):
     assert record.getMessage() == f"Request made: FaultMessage: {VENDOR_WORDS} {MASK}"
     console = logging.getLogger().handlers
     assert any(isinstance(f, MaskSecretsFilter) for handler in console for f in handler.filters)
+
+
+# --- a held change Google Ads refused -------------------------------------------------------
+
+
+@pytest.fixture
+def held_pause(echoing_ads, google_ads):
+    """An open held pause of a sold-out product whose ad group Google Ads refuses to change,
+    with an error repeating the developer token."""
+    now = timezone.now()
+    watch(808950810, "555", label="Winterzauber", customer_id=CUSTOMER)
+    # in stock and running, as Google Ads confirmed; sold out while the brake is engaged
+    apply_level(LevelUpdate(808950810, 1, 5, now - timedelta(minutes=1)), source="webhook")
+    BrakeEpisode.objects.create(started_at=now, reason="–")
+    apply_level(LevelUpdate(808950810, 1, 0, now), source="webhook")
+    assert HeldChange.objects.filter(ad_group_id="555", resolution="open").exists()
+    google_ads.script(["echo"], default="echo")
+    return google_ads
+
+
+def test_applying_a_refused_held_change_says_our_sentence(admin_client, held_pause, caplog):
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        response = admin_client.post("/admin/automation/heldchange/apply-all/", follow=True, **EN)
+
+    shown = response.content.decode()
+    assert held_pause.requests, "the change was sent to Google Ads"
+    assert ads_standin.DEVELOPER_TOKEN not in shown and VENDOR_WORDS not in shown
+    assert "Ad group 555: Google Ads refused the request" in html_text.unescape(shown)
+    assert any(MASK in line and VENDOR_WORDS in line for line in failure_records(caplog))
+
+
+def test_the_api_s_apply_all_answers_our_sentence(held_pause, caplog):
+    api = APIClient()
+    api.force_authenticate(people.superuser())
+
+    answer = api.post("/api/held-changes/apply-all/", HTTP_ACCEPT_LANGUAGE="en").json()
+
+    assert answer["decided"] == 0
+    assert answer["errors"] == [
+        "Ad group 555: Google Ads refused the request; the details are in the service's log."
+    ]
