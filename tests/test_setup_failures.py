@@ -146,6 +146,13 @@ def _timed_out() -> ShopifyAdminError:
         return err
 
 
+def _greeting_never_came() -> smtplib.SMTPServerDisconnected:
+    """What smtplib raises when the server's greeting times out (raised while handling it)."""
+    err = smtplib.SMTPServerDisconnected(f"Connection unexpectedly closed: timed out {SECRET}")
+    err.__context__ = TimeoutError("timed out")
+    return err
+
+
 KINDS = [
     (ShopifyAdminError(f"HTTP 401 {SECRET}", status=401), Kind.UNAUTHORISED, "Shopify refused"),
     (
@@ -196,6 +203,7 @@ KINDS = [
         "The mail server refused the user name",
     ),
     (TimeoutError(f"timed out {SECRET}"), Kind.TIMEOUT, "The mail server did not answer"),
+    (_greeting_never_came(), Kind.TIMEOUT, "The mail server did not answer"),
     (ConnectionRefusedError(111, SECRET), Kind.OTHER, "The mail server refused or could not"),
 ]
 

@@ -89,7 +89,8 @@ def mail_kind(err: Exception) -> Kind:
     """The kind of a mail server failure."""
     if isinstance(err, smtplib.SMTPAuthenticationError):
         return Kind.UNAUTHORISED
-    if isinstance(err, TimeoutError):
+    # smtplib turns a greeting that never comes into SMTPServerDisconnected, from the timeout
+    if isinstance(err, TimeoutError) or isinstance(err.__context__, TimeoutError):
         return Kind.TIMEOUT
     return Kind.OTHER
 
