@@ -74,13 +74,14 @@ SETUP_SECTIONS: dict[str, Rule] = {
 }
 SETUP = Rule(tuple(perms for rule in SETUP_SECTIONS.values() for perms in rule.choices))
 SETUP_ACTIONS: dict[str, Rule] = {
-    # reads the shop and its subscriptions, offers "Set up now": changes what webhooks arrive
-    "shopify_test": all_of("automation.change_delivery"),
-    "shopify_webhooks": all_of("automation.change_delivery"),
-    # reads the account and the watched ad groups from Google: for those who change ad groups
-    "google_ads_test": all_of("automation.change_adgroup"),
-    # sends a mail through the reminders' mail set-up
-    "email_test": all_of("automation.change_remindersettings"),
+    # Each button also asks to see its section, where its result is shown.
+    # Reads the shop and its subscriptions, offers "Set up now": changes what webhooks arrive.
+    "shopify_test": all_of("automation.view_delivery", "automation.change_delivery"),
+    "shopify_webhooks": all_of("automation.view_delivery", "automation.change_delivery"),
+    # Reads the account and the watched ad groups from Google: for those who change ad groups.
+    "google_ads_test": all_of("automation.view_adgroup", "automation.change_adgroup"),
+    # Sends a mail through the reminders' mail set-up.
+    "email_test": all_of("automation.view_remindersettings", "automation.change_remindersettings"),
 }
 ALERT_RECIPIENTS = all_of("automation.change_remindersettings")
 """Who gets alerts (people's addresses): for those who run the mail set-up, not every reader."""

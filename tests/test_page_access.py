@@ -334,3 +334,13 @@ def test_with_the_permission_the_action_runs(
 
     assert response.status_code in (200, 302), call
     assert ran(world, shop, account, response.content.decode())
+
+
+def test_a_button_needs_its_section_too(client, world, shop):  # noqa: F811
+    """Allowed to change deliveries but not to see them (the Shopify section): no test runs."""
+    client.force_login(people.staff("view_adgroup", "change_delivery"))
+
+    response = client.post(reverse("setup"), {"action": "shopify_test"}, **EN)
+
+    assert response.status_code == 403
+    assert shop.requests == []
