@@ -26,7 +26,7 @@ from automation.adapters.shopify_admin import (
 from automation.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from automation.log_context import MaskSecretsFilter
 from automation.masking import MASK, mask_secrets
-from automation.models import BrakeEpisode, HeldChange
+from automation.models import BrakeEpisode, HeldChange, ReconcileRun
 from automation.setup import failures
 from automation.setup.failures import Kind
 from automation.sources.shopify_inventory import LevelUpdate
@@ -319,3 +319,21 @@ def test_the_api_s_apply_all_answers_our_sentence(held_pause, caplog):
     assert answer["errors"] == [
         "Ad group 555: Google Ads refused the request; the details are in the service's log."
     ]
+
+
+def test_the_dashboard_shows_a_run_s_stored_errors_masked(admin_client, settings):
+    """What the nightly run stored of a vendor's error (an echoed token in it) is shown masked."""
+    settings.SHOPIFY_ADMIN_TOKEN = TOKEN
+    settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "api"
+    ReconcileRun.objects.create(
+        local_date=timezone.localdate(),
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+        status=ReconcileRun.Status.ERRORS,
+        errors=[f"webhook subscriptions: HTTP 400 from Shopify Admin API: {VENDOR_WORDS} {TOKEN}"],
+    )
+
+    html = admin_client.get("/admin/dashboard/", **EN).content.decode()
+
+    assert TOKEN not in html
+    assert html.count(f"{VENDOR_WORDS} {MASK}") == 2  # the card's error list and its subscriptions

@@ -13,6 +13,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from .. import page_access
+from ..masking import mask_secrets
 from ..models import Delivery, ReminderDecision
 from . import charts, data, demo
 
@@ -154,5 +155,7 @@ def health() -> dict:
         "dead_letters": data.dead_letters(),
         "dead_letters_url": data.dead_letters_url(),
         "run": run,
+        # what the run stored of vendor errors, never a secret a vendor echoed into them
+        "run_errors": [mask_secrets(str(error)) for error in run.errors] if run else [],
         "subscriptions": data.webhook_subscriptions(run),
     }
