@@ -50,7 +50,7 @@ from .models import (
     WatchedProduct,
 )
 from .privacy import mask_email
-from .setup import pickers, probes
+from .setup import failures, pickers
 from .setup.forms import AdGroupForm, WatchedProductForm, dashed
 from .sources import load_body
 from .sources.events import parse_event
@@ -300,7 +300,7 @@ def _ads_failed(done: apply.Settled, name: str) -> tuple[int, str]:
             "Google Ads did not take the change for ad group %(group)s: %(error)s The change is "
             "saved; the next stock update or the nightly reconciliation sets the ad group again."
         )
-        % {"group": name, "error": probes.explain(done.error)},
+        % {"group": name, "error": failures.explain(done.error)},
     )
 
 
@@ -1151,8 +1151,12 @@ class HeldChangeAdmin(ReadOnlyAdmin):
             decided = held_changes.discard(queryset, request.user)
             message = _("Discarded %(count)d held changes: the ads stay as they are.")
         self.message_user(request, message % {"count": decided.decided}, messages.SUCCESS)
-        for error in decided.errors:
-            self.message_user(request, error, messages.ERROR)
+        for ad_group_id, error in decided.failures:
+            text = _("Ad group %(group)s: %(error)s") % {
+                "group": ad_group_id,
+                "error": failures.explain(error),
+            }
+            self.message_user(request, text, messages.ERROR)
 
     def _decide_all(self, request: HttpRequest, how: str):
         if request.method != "POST":

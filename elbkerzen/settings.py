@@ -329,6 +329,20 @@ GOOGLE_ADS_CUSTOMER_ID = env.str("GOOGLE_ADS_CUSTOMER_ID", default="").replace("
 # The SDK requires use_proto_plus; this one applies when the client is configured through
 # GOOGLE_ADS_* variables (a YAML file's own `use_proto_plus` key wins). Both settings work.
 GOOGLE_ADS_USE_PROTO_PLUS = env.bool("GOOGLE_ADS_USE_PROTO_PLUS", default=True)
+# The SDK reads its own secrets from the environment; they are listed here only so that a
+# vendor's error text is logged with them masked (automation/masking.py).
+GOOGLE_ADS_SECRETS = [
+    value
+    for value in (
+        env.str(name, default="")
+        for name in (
+            "GOOGLE_ADS_DEVELOPER_TOKEN",
+            "GOOGLE_ADS_CLIENT_SECRET",
+            "GOOGLE_ADS_REFRESH_TOKEN",
+        )
+    )
+    if value
+]
 # One status change: up to ADS_RETRIES + 1 calls of at most ADS_CALL_TIMEOUT seconds each, with
 # jittered waits of at most ADS_BACKOFF_CAP between them (worst case 5 × 20 s + 2 + 4 + 8 + 16 s).
 ADS_CALL_TIMEOUT = env.float("ADS_CALL_TIMEOUT", default=20.0)
@@ -425,6 +439,7 @@ LOGGING = {
     "filters": {
         "delivery": {"()": "automation.log_context.DeliveryIdFilter"},
         "redact": {"()": "automation.log_context.RedactEmailsFilter"},
+        "secrets": {"()": "automation.log_context.MaskSecretsFilter"},
     },
     "formatters": {
         "plain": {
@@ -440,7 +455,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["delivery", "redact"],
+            "filters": ["delivery", "redact", "secrets"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

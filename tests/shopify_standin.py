@@ -248,7 +248,8 @@ class ShopifyStandIn:
 
     def script(self, *answers: Any) -> None:
         """Force the next answers to accepted tokens: "THROTTLED" (drains the bucket), "429" or
-        ("429", retry_after), an HTTP status such as 500 or 401, or "ok" (normal handling)."""
+        ("429", retry_after), an HTTP status such as 500 or 401, ("echo", status): an error
+        repeating the request's token, or "ok" (normal handling)."""
         self._script.extend(answers)
 
     def script_token(self, *answers: Any) -> None:
@@ -416,6 +417,17 @@ class ShopifyStandIn:
             record.answer = "401"
             return _json({"errors": INVALID_TOKEN}, 401)
         scripted = self._script.popleft() if self._script else "ok"
+        if isinstance(scripted, tuple) and scripted[0] == "echo":
+            # Not Shopify's behaviour (its documented error answers carry no credentials:
+            # https://shopify.dev/docs/api/usage/response-codes), but what a broken upstream or
+            # proxy may do: an error whose text repeats the request's access token. A status of
+            # 200 answers it as a GraphQL error, any other as that HTTP status.
+            record.answer = f"echo {scripted[1]}"
+            token = request.headers.get("X-Shopify-Access-Token", "")
+            text = f"Request with access token {token} failed"
+            if scripted[1] == 200:
+                return _json({"errors": [{"message": text}]}, 200)
+            return _json({"errors": text}, scripted[1])
         if (isinstance(scripted, tuple) and scripted[0] == "429") or scripted == "429":
             record.answer = "429"
             headers = {}

@@ -156,8 +156,9 @@ def google_ads_section() -> Section:
     return section
 
 
-def email(user_email: str) -> Section:
-    """How mail leaves (backend), who sends it, who gets alerts, where the test mail goes."""
+def email(user_email: str, *, alert_recipients: bool = True) -> Section:
+    """How mail leaves (backend), who sends it, who gets alerts (left out unless
+    `alert_recipients`: they are people's addresses), where the test mail goes."""
     section = Section("email", _("E-mail"))
     backend = settings.EMAIL_BACKEND
     sends = backend in MAIL_BACKENDS_THAT_SEND
@@ -187,7 +188,8 @@ def email(user_email: str) -> Section:
             Light.YELLOW,
         )
     recipients = settings.ALERT_EMAILS
-    section.facts.append((_("Alert recipients"), ", ".join(recipients) or _("nobody")))
+    if alert_recipients:
+        section.facts.append((_("Alert recipients"), ", ".join(recipients) or _("nobody")))
     if not recipients:
         section.lack(
             _("Nobody receives alerts (e.g. a delivery given up on): set ALERT_EMAILS."),
@@ -232,6 +234,11 @@ def last_delivery(source: str) -> str:
     return f"{when} ({delivery.topic}, {delivery.get_status_display()})" if delivery else when
 
 
-def sections(user_email: str) -> list[Section]:
+def sections(user_email: str, *, alert_recipients: bool = True) -> list[Section]:
     """Every section, in the order the merchant sets them up."""
-    return [shopify(), google_ads_section(), email(user_email), stripe()]
+    return [
+        shopify(),
+        google_ads_section(),
+        email(user_email, alert_recipients=alert_recipients),
+        stripe(),
+    ]

@@ -28,7 +28,8 @@ from ..adapters.shopify_admin import ProductInfo, VariantInfo
 from ..models import Product, Variant
 from ..models.catalogue import DEFAULT_VARIANT_TITLE
 from ..stock import apply, catalogue
-from .probes import ad_group_status_text, explain
+from .failures import explain
+from .probes import ad_group_status_text
 
 MIN_QUERY_LENGTH = 2
 
