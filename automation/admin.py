@@ -959,10 +959,23 @@ class ClaimAdmin(ReadOnlyAdmin):
     search_fields = ("key",)
 
 
+class SuppressionReasonFilter(admin.SimpleListFilter):
+    """The written reasons by their labels; the merchant's own texts are searched, not listed."""
+
+    title = _("reason")
+    parameter_name = "reason"
+
+    def lookups(self, request, model_admin):
+        return SuppressedAddress.Reason.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(reason=self.value()) if self.value() else queryset
+
+
 @admin.register(SuppressedAddress)
 class SuppressedAddressAdmin(admin.ModelAdmin):
     list_display = ("email", "why", "detail", "created_at")
-    list_filter = ("reason",)
+    list_filter = (SuppressionReasonFilter,)
     search_fields = ("email",)
 
     @admin.display(description=_("reason"), ordering="reason")
