@@ -35,7 +35,7 @@ from automation.models.dashboard import DEFAULT_MANUAL_CHECK_HOURS
 from automation.sources.checkout_version import CheckoutVersion
 from tests.signing import post_shopify, post_stripe
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 SAMPLES = Path(checkouts.__file__).parent / "samples"
 EMAIL = "kundin@example.com"
