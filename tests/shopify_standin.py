@@ -320,7 +320,6 @@ class ShopifyStandIn:
         self.locations[location.id] = location
         return location
 
-    @property
     def add_order(
         self, order_id: int, *, checkout_token: str = "", email: str = "", created_at: str
     ) -> None:
@@ -335,6 +334,7 @@ class ShopifyStandIn:
                 }
             )
 
+    @property
     def total_actual_cost(self) -> int:
         return sum(r.actual_cost for r in self.requests)
 
