@@ -69,11 +69,15 @@ class Driver:
         t0: float,
         evaluated: Callable[[str], bool],
         threads: int = 16,
+        take_order: Callable[[OrderPlaced], None] | None = None,
     ) -> None:
         self.scenario = scenario
         self.base_url = base_url.rstrip("/")
         self.t0 = t0
         self.evaluated = evaluated
+        # The shop takes an order (Shopify's Admin API knows it) when the buyer pays, which is
+        # before its orders/create arrives, if it ever does.
+        self.take_order = take_order or (lambda order: None)
         self.records = {send.key: Record(send) for send in scenario.sends}
         self.known = {  # checkouts the system can know of: some version was not dropped
             send.event.token
@@ -109,6 +113,9 @@ class Driver:
         slots: list[tuple[float, list[Callable[[], None]]]] = []
         races: dict[int, list[Send]] = defaultdict(list)
         for send in self.scenario.sends:
+            event = send.event
+            if isinstance(event, OrderPlaced) and not event.after_evaluation:
+                slots.append((event.at, [lambda order=event: self.take_order(order)]))
             if send.dropped:
                 continue
             if send.race is not None:
@@ -172,6 +179,7 @@ class Driver:
             record = self.records[send.key]
             record.waited_for_evaluation = round(time.monotonic() - started, 1)
             record.evaluated = judged if send.event.token in self.known else None
+        self.take_order(send.event)
         for copy in range(1, send.copies + 1):
             self.deliver(send, copy)
 

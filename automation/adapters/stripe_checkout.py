@@ -52,9 +52,7 @@ def retrieve_session(
     url = f"{base_url.rstrip('/')}/v1/checkout/sessions/{quote(session_id, safe='')}"
     http = session or requests
     try:
-        response = http.get(
-            url, headers={"Authorization": f"Bearer {secret_key}"}, timeout=timeout
-        )
+        response = http.get(url, headers={"Authorization": f"Bearer {secret_key}"}, timeout=timeout)
     except requests.RequestException as err:
         raise StripeError(f"Stripe unreachable: {type(err).__name__}") from err
     if response.status_code != 200:

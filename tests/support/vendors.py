@@ -14,6 +14,7 @@ with its `id`, `status` and `payment_status` set; a wrong key gets Stripe's 401 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from tests.shopify_standin import TOKEN, ShopifyStandIn
@@ -53,6 +55,17 @@ class StripeStandIn:
     def install(self, server: Any) -> str:
         server.expect_request(SESSION_PATH, method="GET").respond_with_handler(self.handle)
         return server.url_for("/").rstrip("/")
+
+    @contextlib.contextmanager
+    def serve(self, host: str = "127.0.0.1") -> Iterator[str]:
+        """Run on an own werkzeug server (ephemeral port) outside pytest; yields the base URL."""
+        server = HTTPServer(host=host, port=0)
+        server.start()
+        try:
+            yield self.install(server)
+        finally:
+            server.clear()
+            server.stop()
 
     def handle(self, request: Request) -> Response:
         with self._lock:
