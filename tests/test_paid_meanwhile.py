@@ -25,7 +25,10 @@ from tests.test_checkouts import (  # noqa: F401 (the `shop` fixture)
     stripe_expired,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("not_bought", "shop"),
+]
 
 TOKEN = json.loads((SAMPLES / "shopify/checkouts_update.json").read_text())["token"]
 OTHER_SHOP = "kerzenwerk.myshopify.com"
@@ -50,7 +53,7 @@ def iso(minutes_ago: float) -> str:
 
 
 def test_an_order_shopify_has_but_whose_webhook_is_late_means_no_mail(
-    client, run_worker, shop, not_bought
+    client, run_worker, not_bought
 ):
     # given: the buyer paid 30 minutes ago; Shopify still retries orders/create
     not_bought.shopify.add_order(4711, checkout_token=TOKEN, email=EMAIL, created_at=iso(30))
@@ -68,7 +71,7 @@ def test_an_order_shopify_has_but_whose_webhook_is_late_means_no_mail(
 
 
 def test_an_order_from_the_same_address_through_another_checkout_means_no_mail(
-    client, run_worker, shop, not_bought
+    client, run_worker, not_bought
 ):
     not_bought.shopify.add_order(4712, checkout_token="another", email=EMAIL, created_at=iso(10))
     post_shopify(client, checkout_body(), topic="checkouts/update")
@@ -79,9 +82,7 @@ def test_an_order_from_the_same_address_through_another_checkout_means_no_mail(
     assert only_decision().reason == "bought meanwhile: Shopify has order 4712"
 
 
-def test_an_older_order_of_the_address_does_not_stop_the_reminder(
-    client, run_worker, shop, not_bought
-):
+def test_an_older_order_of_the_address_does_not_stop_the_reminder(client, run_worker, not_bought):
     not_bought.shopify.add_order(4713, checkout_token="old", email=EMAIL, created_at=iso(60 * 24))
     post_shopify(client, checkout_body(), topic="checkouts/update")
 
@@ -93,7 +94,7 @@ def test_an_older_order_of_the_address_does_not_stop_the_reminder(
 
 
 def test_a_shopify_outage_retries_the_evaluation_which_then_sends_once(
-    client, run_worker, shop, not_bought, settings
+    client, run_worker, not_bought, settings
 ):
     settings.REMINDER_RETRY_INTERVALS = [0]
     # both tries of the first attempt's request fail; the retried evaluation is answered
@@ -109,7 +110,7 @@ def test_a_shopify_outage_retries_the_evaluation_which_then_sends_once(
 
 
 def test_when_shopify_stays_unavailable_the_last_attempt_skips_with_the_reason(
-    client, run_worker, shop, not_bought, settings
+    client, run_worker, not_bought, settings
 ):
     settings.REMINDER_RETRY_INTERVALS = [0]
     not_bought.shopify.script(*[503] * 4)
@@ -128,7 +129,7 @@ def test_when_shopify_stays_unavailable_the_last_attempt_skips_with_the_reason(
 
 
 def test_an_attempt_that_is_not_the_last_raises_for_rqs_retry_and_decides_nothing(
-    client, queue, shop, not_bought
+    client, queue, not_bought
 ):
     post_shopify(client, checkout_body(), topic="checkouts/update")
     checkout = stored_checkout()
@@ -141,7 +142,7 @@ def test_an_attempt_that_is_not_the_last_raises_for_rqs_retry_and_decides_nothin
     assert not mail.outbox
 
 
-def test_a_hanging_shopify_is_given_up_on_within_the_deadline(client, queue, shop, settings):
+def test_a_hanging_shopify_is_given_up_on_within_the_deadline(client, queue, settings):
     settings.REMINDER_PAID_CHECK_TIMEOUT = 0.3
     post_shopify(client, checkout_body(), topic="checkouts/update")
     checkout = stored_checkout()
@@ -159,7 +160,7 @@ def test_a_hanging_shopify_is_given_up_on_within_the_deadline(client, queue, sho
 
 
 def test_without_admin_api_access_no_reminder_is_sent_and_the_reason_says_what_to_set(
-    client, run_worker, shop, settings
+    client, run_worker, settings
 ):
     settings.SHOPIFY_ADMIN_TOKEN = ""
     settings.SHOPIFY_CLIENT_ID = ""
@@ -176,7 +177,7 @@ def test_without_admin_api_access_no_reminder_is_sent_and_the_reason_says_what_t
 
 
 def test_a_checkout_of_a_shop_our_admin_access_does_not_open_gets_no_reminder(
-    client, run_worker, shop, settings
+    client, run_worker, settings
 ):
     settings.SHOPIFY_SHOP_DOMAINS = [*settings.SHOPIFY_SHOP_DOMAINS, OTHER_SHOP]
     post_shopify(
@@ -198,7 +199,7 @@ def test_a_checkout_of_a_shop_our_admin_access_does_not_open_gets_no_reminder(
 # --- Stripe ----------------------------------------------------------------------------------
 
 
-def test_a_session_stripe_reports_complete_gets_no_reminder(client, run_worker, shop, not_bought):
+def test_a_session_stripe_reports_complete_gets_no_reminder(client, run_worker, not_bought):
     body = stripe_expired()
     session_id = body["data"]["object"]["id"]
     not_bought.stripe.complete(session_id)
@@ -213,14 +214,14 @@ def test_a_session_stripe_reports_complete_gets_no_reminder(client, run_worker, 
     assert not_bought.stripe.requests == [session_id]
 
 
-def test_an_expired_session_at_stripe_gets_its_reminder(client, run_worker, shop, not_bought):
+def test_an_expired_session_at_stripe_gets_its_reminder(client, run_worker, not_bought):
     post_stripe(client, stripe_expired())
     run_worker()
 
     assert len(mail.outbox) == 1
 
 
-def test_without_a_stripe_key_no_reminder_is_sent(client, run_worker, shop, settings):
+def test_without_a_stripe_key_no_reminder_is_sent(client, run_worker, settings):
     settings.STRIPE_API_KEY = ""
     post_stripe(client, stripe_expired())
     run_worker()
@@ -231,7 +232,7 @@ def test_without_a_stripe_key_no_reminder_is_sent(client, run_worker, shop, sett
     )
 
 
-def test_a_stripe_outage_on_the_last_attempt_skips(client, queue, shop, not_bought):
+def test_a_stripe_outage_on_the_last_attempt_skips(client, queue, not_bought):
     not_bought.stripe.script.append(503)
     post_stripe(client, stripe_expired())
     checkout = stored_checkout()
