@@ -309,6 +309,8 @@ def _attributable(decisions):
 def attribute_order(order: Order, config: ReminderSettings) -> str:
     """Record the order on the decision for the same checkout, else on the newest one for the
     same address within the attribution window; a note of what happened, "" when none fits.
+    Only decisions about checkouts of the order's own shop (source and shop domain) count: one
+    buyer may shop at two shops that deliver here.
 
     At-least-once safe: an order is recorded at most once (the unique `order_ref`; a repeat
     finds the first decision converted, tries the next and is refused by the key), and a
