@@ -14,6 +14,7 @@ from django.core import mail
 from django.utils import timezone
 
 from automation import checkouts, inbox, paid_check
+from automation.adapters.shopify_admin import orders_for_checkout_search
 from automation.models import CheckoutState, Delivery, ReminderDecision
 from tests.signing import post_shopify, post_stripe
 from tests.support.hanging import hanging_server
@@ -244,3 +245,11 @@ def test_a_stripe_outage_on_the_last_attempt_skips(client, queue, not_bought):
         "(Stripe answered HTTP 503)"
     )
     assert not mail.outbox
+
+
+def test_a_token_with_quotes_cannot_widen_the_order_search():
+    """The token comes from a webhook body: quoted, its quotes escaped, it stays one value."""
+    since = timezone.now()
+    search = orders_for_checkout_search('x" OR email:"*', "", since)
+
+    assert search == 'checkout_token:"x\\" OR email:\\"*"'
