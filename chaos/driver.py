@@ -134,7 +134,8 @@ class Driver:
         return slots
 
     def _slots_for(self, send: Send) -> list[tuple[float, list[Callable[[], None]]]]:
-        if isinstance(send.event, OrderPlaced) and send.event.after_evaluation:
+        if isinstance(send.event, OrderPlaced) and (send.event.after_evaluation or send.late):
+            # an order held back arrives after its checkout was judged, however late that is
             return [(send.at, [lambda: self._spawn_waiter(send)])]
         if send.copies > 1 and send.concurrent:
             barrier = threading.Barrier(send.copies)
@@ -166,7 +167,8 @@ class Driver:
         waiter.start()
 
     def _after_evaluation(self, send: Send) -> None:
-        """An order "after the reminder": wait until the checkout was judged, then send it."""
+        """An order "after the reminder", or one whose orders/create is held back: wait until
+        the checkout was judged, then send it."""
         assert isinstance(send.event, OrderPlaced)
         started = time.monotonic()
         judged = False
@@ -179,7 +181,8 @@ class Driver:
             record = self.records[send.key]
             record.waited_for_evaluation = round(time.monotonic() - started, 1)
             record.evaluated = judged if send.event.token in self.known else None
-        self.take_order(send.event)
+        if send.event.after_evaluation:  # an order held back was taken when the buyer paid
+            self.take_order(send.event)
         for copy in range(1, send.copies + 1):
             self.deliver(send, copy)
 

@@ -408,8 +408,8 @@ def _with_faults(
 
     Held back: level changes (late_rate) and orders placed before the reminder of a checkout
     with an address and consent (late_order_rate, the first such order always): their
-    orders/create arrives after the day, long after the reminder fell due, while Shopify's Admin
-    API knows the order already.
+    orders/create arrives after the day and only once the checkout was judged (chaos/driver.py),
+    while Shopify's Admin API knows the order from the moment it was placed.
 
     The removed ad group's one level change is never dropped or held back, and always sent
     twice at once: however often it arrives, the ad group is marked missing with exactly one
