@@ -112,10 +112,16 @@ def admin_shop_domain() -> str:
     """The shop the configured Admin API credentials belong to (lower case).
 
     A static token, and a client-credentials token, opens exactly one shop: the one at
-    SHOPIFY_ADMIN_URL. `SHOPIFY_ADMIN_SHOP` names it where that URL is not the shop's own host.
+    SHOPIFY_ADMIN_URL. `SHOPIFY_ADMIN_SHOP` names it where that URL is not the shop's own host
+    (a proxy or a stand-in); without it, such a URL is the first of SHOPIFY_SHOP_DOMAINS's (the
+    URL's default is built from it).
     """
-    named = settings.SHOPIFY_ADMIN_SHOP or urlsplit(settings.SHOPIFY_ADMIN_URL).hostname or ""
-    return named.strip().lower()
+    if settings.SHOPIFY_ADMIN_SHOP:
+        return settings.SHOPIFY_ADMIN_SHOP.strip().lower()
+    host = (urlsplit(settings.SHOPIFY_ADMIN_URL).hostname or "").lower()
+    if host.endswith(".myshopify.com") or not settings.SHOPIFY_SHOP_DOMAINS:
+        return host
+    return settings.SHOPIFY_SHOP_DOMAINS[0].strip().lower()
 
 
 def holds_credentials_for(shop_domain: str) -> bool:

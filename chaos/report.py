@@ -15,7 +15,7 @@ from typing import Any
 from . import shop
 from .burst import BurstFacts
 from .driver import Record
-from .generator import LevelChange, Scenario
+from .generator import LevelChange, OrderPlaced, Scenario
 from .observe import Snapshot
 from .standins import Mail
 from .truth import MISSING, Truth
@@ -109,7 +109,7 @@ def build(
     report.sections.append(("Ads operations", _operations(facts)))
     if burst is not None:
         report.sections.append(("Mass sell-out (safety brake)", _burst(burst)))
-    report.sections.append(("Reminders", _reminders(truth, facts, report)))
+    report.sections.append(("Reminders", _reminders(scenario, truth, facts, report)))
     report.sections.append(("Faults applied", _faults(scenario, facts, report)))
     return report
 
@@ -284,7 +284,24 @@ def _alerts(mails: list[Mail]) -> list[Mail]:
     return [mail for mail in mails if shop.ALERT_EMAIL in mail.recipients]
 
 
-def _reminders(truth: Truth, facts: Facts, report: Report) -> list[Row]:
+def _paid_unseen(scenario: Scenario, mailed: dict[str, str]) -> Row:
+    """Buyers who paid before their reminder fell due while our inbox had not seen the order
+    (its orders/create held back past the due time, or dropped): Shopify knew, so no mail."""
+    unseen = {
+        f"shopify:{send.event.token}"
+        for send in scenario.sends
+        if isinstance(send.event, OrderPlaced)
+        and not send.event.after_evaluation
+        and (send.late or send.dropped)
+    }
+    return Row(
+        f"paid, orders/create late or lost ({len(unseen)}): reminders to them",
+        len(unseen & set(mailed)),
+        0,
+    )
+
+
+def _reminders(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -> list[Row]:
     by_email = {r.email: r for r in truth.reminders.values() if r.email}
     mails = [mail for mail in facts.mails if shop.ALERT_EMAIL not in mail.recipients]
     per_address = Counter(address for mail in mails for address in mail.recipients)
@@ -345,6 +362,7 @@ def _reminders(truth: Truth, facts: Facts, report: Report) -> list[Row]:
         Row("wrong arm", len(wrong_arm), 0),
         Row("addresses with more than one reminder", duplicates, 0),
         Row("reminders to addresses without consent", no_consent, 0),
+        _paid_unseen(scenario, mailed),
     ]
     if decided != mailed:
         rows.append(Row("decisions marked sent match the mails, arm by arm", False, True))

@@ -368,8 +368,23 @@ SHOP_NAME = env.str("SHOP_NAME", default="Elbkerzen")
 SHOP_STOREFRONT_DOMAINS = [
     host.strip().lower() for host in env.list("SHOP_STOREFRONT_DOMAINS", default=[]) if host.strip()
 ]
-# Waits between attempts of a reminder evaluation whose mail could not be sent.
+# Waits between attempts of a reminder evaluation whose mail could not be sent, or that could not
+# ask Shopify or Stripe whether the buyer paid meanwhile: after the last one the reminder is
+# skipped with the reason (never sent unasked). The default gives up after about 21 minutes.
 REMINDER_RETRY_INTERVALS = env.list("REMINDER_RETRY_INTERVALS", cast=int, default=[60, 300, 900])
+# Seconds each question "did the buyer pay meanwhile?" may take per request (Shopify's Admin API
+# or Stripe's Checkout Sessions API); a job asks at most a few times, well inside its RQ timeout.
+REMINDER_PAID_CHECK_TIMEOUT = env.float("REMINDER_PAID_CHECK_TIMEOUT", default=8.0)
+if REMINDER_PAID_CHECK_TIMEOUT <= 0:
+    raise ImproperlyConfigured("set REMINDER_PAID_CHECK_TIMEOUT to a number of seconds above 0")
+# Whom a reminder asks before it goes out: `vendor` (Shopify or Stripe, always in production).
+# `stored` trusts our own records alone; only the demo history uses it, for a shop that does not
+# exist at Shopify and whose every order has passed through our inbox already. Not read from the
+# environment on purpose: a real shop never sends unasked.
+REMINDER_PAID_CHECK = "vendor"
+# Stripe's secret (or restricted, Checkout Sessions read) key, to ask whether a session was paid.
+STRIPE_API_KEY = env.str("STRIPE_API_KEY", default="")
+STRIPE_API_URL = env.str("STRIPE_API_URL", default="https://api.stripe.com").rstrip("/")
 
 # --- E-mail ---------------------------------------------------------------------------------
 # Which service sends: `smtp` (EMAIL_URL, the default) or the merchant's mail service through

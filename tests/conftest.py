@@ -13,6 +13,9 @@ from automation import ads, handling
 from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
 
+# `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile.
+pytest_plugins = ["tests.support.vendors"]
+
 # gRPC reads its TLS trust roots once, at the first channel: trust the stand-in's cert first.
 trust_standin_cert()
 

@@ -25,7 +25,7 @@ from automation.sources import shopify_checkouts, stripe_checkouts
 from automation.sources.checkout_version import CheckoutVersion
 from tests.signing import post_shopify, post_stripe
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 SAMPLES = Path(checkouts.__file__).parent / "samples"
 # Stripe's own Checkout Session fixture, nulls included (its source: the README next to it).

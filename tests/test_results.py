@@ -36,7 +36,7 @@ from automation.sources.checkout_version import CheckoutVersion
 from tests.signing import post_shopify, post_stripe
 from tests.support import people
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 SAMPLES = Path(checkouts.__file__).parent / "samples"
 EMAIL = "kundin@example.com"
