@@ -19,12 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
 
 from . import observe, payloads
 from .generator import LevelChange, Send
 
 BRAKE_WINDOW_MINUTES = 1
-ALERT_SUBJECT = "Safety brake"
+
+
+def _brake_subject() -> str:
+    """alerts.brake_engaged's subject, in the language alerts are written in."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return gettext("[Elbkerzen] Safety brake: pauses held")
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,8 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     observe.wait_until_idle(redis, settle_timeout)
     time.sleep(1.0)  # the alert goes out after its commit
     pauses_sent = harness.ads.applied_calls - calls_before
-    alerts = sum(ALERT_SUBJECT in mail.subject for mail in harness.mail.snapshot()[mails_before:])
+    subject = _brake_subject()
+    alerts = sum(subject in mail.subject for mail in harness.mail.snapshot()[mails_before:])
     with observe.db():
         burst_rows = Delivery.objects.filter(webhook_id__in=keys)
         statuses = list(burst_rows.values_list("status", flat=True))

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
+
 from . import shop
 from .burst import BurstFacts
 from .driver import Record
@@ -21,7 +25,17 @@ from .standins import Mail
 from .truth import MISSING, Truth
 
 UNFINISHED = {"received", "processing", "failed"}
-MISSING_ALERT = "[Elbkerzen] Ad group {label}: removed in Google Ads"  # alerts.ad_group_missing
+
+
+def _missing_alert(label: str) -> str:
+    """alerts.ad_group_missing's subject, in the language alerts are written in."""
+    from automation.models import AdGroup  # after chaos.observe has set Django up
+
+    with translation.override(settings.LANGUAGE_CODE):
+        return gettext("[Elbkerzen] Ad group %(name)s: %(state)s") % {
+            "name": label,
+            "state": AdGroup.Missing.REMOVED.label,
+        }
 
 
 @dataclass(frozen=True)
@@ -222,7 +236,7 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
     }
     broken_rows = [row for row in snapshot.deliveries if _key_of(row) in broken_item_keys]
     broken_done = sum(row["status"] == "done" for row in broken_rows)
-    missing_alert = MISSING_ALERT.format(label=scenario.broken.label)
+    missing_alert = _missing_alert(scenario.broken.label)
     missing_alerts = sum(mail.subject == missing_alert for mail in _alerts(facts.mails))
     reconcile_alerts = sum("reconciliation" in mail.subject for mail in _alerts(facts.mails))
     other_alerts = [
