@@ -12,7 +12,9 @@ AdminConfig takes the site class from `default_site` (docs: "Overriding the defa
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.db.models.base import ModelBase
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 
 TECHNICAL = "technical"
@@ -161,6 +163,20 @@ class ShopAdminSite(admin.AdminSite):
                 }
             )
         return app_list
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The 403 page (`handler403`): German, in the admin's frame, with a way back to the page
+    the user came from (when it is ours) and to the admin's index."""
+    back = request.META.get("HTTP_REFERER", "")
+    if back == request.build_absolute_uri() or not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        back = ""
+    context = {"title": _("No access"), "back_url": back}
+    if hasattr(request, "user"):  # a 403 raised before authentication has no admin frame
+        context = {**admin.site.each_context(request), **context}
+    return TemplateResponse(request, "403.html", context, status=403)
 
 
 class ShopAdminConfig(AdminConfig):
