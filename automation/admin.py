@@ -60,7 +60,7 @@ admin.site.site_title = settings.SHOP_NAME
 admin.site.site_url = reverse_lazy("dashboard")
 
 GERMAN_DECIMALS = {models.DecimalField: {"form_class": LocalizedDecimalField}}
-"""Decimal fields shown and taken as the merchant writes them ("0,04"); see LocalizedDecimalField."""
+"""Decimal fields shown and taken as the merchant writes them ("0,04"): LocalizedDecimalField."""
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -125,7 +125,9 @@ class ShopAdminSite(admin.AdminSite):
 
     def register(self, model_or_iterable, admin_class=None, **options) -> None:
         """Registers as Django does; a technical model's admin becomes superusers only."""
-        models = [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else model_or_iterable
+        models = (
+            [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else model_or_iterable
+        )
         for model in models:
             model_admin = admin_class or admin.ModelAdmin
             if section_of(model) == TECHNICAL and not issubclass(model_admin, SuperusersOnly):
