@@ -56,3 +56,18 @@ def test_the_queue_dashboard_refuses_a_staff_member_in_german(staff_client):
     response = staff_client.get("/admin/rq/", HTTP_ACCEPT_LANGUAGE="de")
     assert response.status_code == 403
     assert _german("No access") in response.content.decode()
+
+
+def test_a_refusal_before_sign_in_is_still_a_german_page(rf):
+    """A 403 raised before the authentication middleware ran has no user: no admin frame,
+    but the same page and the way to the start page."""
+    from automation.admin_site import permission_denied
+
+    request = rf.get("/admin/automation/delivery/")
+    with translation.override("de"):
+        response = permission_denied(request)
+        response.render()
+    page = response.content.decode()
+    assert response.status_code == 403
+    assert _german("No access") in page
+    assert 'href="/admin/"' in page
