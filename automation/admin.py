@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import DateTimeField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Least
 from django.http import Http404, HttpRequest, HttpResponse
@@ -25,7 +25,7 @@ from django.utils.translation import ngettext
 
 from . import ads, inbox, promotions, scheduling, shopify_access
 from .exceptions import InvalidPayload
-from .forms import PromotionForm
+from .forms import LocalizedDecimalField, PromotionForm
 from .models import (
     AdGroup,
     AdGroupAction,
@@ -60,6 +60,9 @@ from .stock import apply, facts, held_changes, manual, selectors
 admin.site.site_header = settings.SHOP_NAME
 admin.site.site_title = settings.SHOP_NAME
 admin.site.site_url = reverse_lazy("dashboard")
+
+GERMAN_DECIMALS = {models.DecimalField: {"form_class": LocalizedDecimalField}}
+"""Decimal fields shown and taken as the merchant writes them ("0,04"): LocalizedDecimalField."""
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -655,6 +658,8 @@ class AdGroupAdmin(ManualControlMixin, admin.ModelAdmin):
     """The ad groups we switch: name, campaign, status, manual state, whether Google Ads still
     has them, and the watched products that control them."""
 
+    formfield_overrides = GERMAN_DECIMALS
+
     form = AdGroupForm
     manual_url_name = "automation_adgroup_manual"
     list_display = ("__str__", "campaign_name", "ad_group_id", "account", "status", "watched_by")
@@ -857,6 +862,8 @@ class StockLevelAdmin(ReadOnlyAdmin):
 class ReminderSettingsAdmin(SingletonSettingsAdmin):
     """One row; the list view goes straight to it and warns when discounts cannot be sent."""
 
+    formfield_overrides = GERMAN_DECIMALS
+
     fieldsets = (
         (_("When"), {"fields": ("reminder_delay_minutes", "frequency_cap_days")}),
         (
@@ -906,6 +913,7 @@ class DashboardSettingsAdmin(SingletonSettingsAdmin):
 
 @admin.register(MarginRule)
 class MarginRuleAdmin(admin.ModelAdmin):
+    formfield_overrides = GERMAN_DECIMALS
     list_display = ("__str__", "rate", "variant_id", "product_id", "sku", "vendor", "note")
     list_editable = ("rate",)
     search_fields = ("sku", "vendor", "note")

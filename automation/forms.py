@@ -1,7 +1,10 @@
 """Admin forms with rules a merchant must be told about in words."""
 
+from decimal import Decimal, InvalidOperation
+
 from django import forms
-from django.utils import timezone
+from django.core.exceptions import ValidationError
+from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -59,3 +62,49 @@ class PromotionForm(forms.ModelForm):
             for edge, label in (("start", _("starts")), ("end", _("ends")))
             if edge in self.instants
         ]
+
+
+SHOWN_DECIMAL_PLACES = 2
+"""A decimal in a form shows at least this many places: 0.0400 as "0,04", 0.125 as "0,125"."""
+
+
+def shown_decimal(value: Decimal) -> Decimal:
+    """The value without the trailing zeros its column adds (0.0400 → 0.04, 0.1000 → 0.10)."""
+    if not value.is_finite():
+        return value
+    places = max(-value.normalize().as_tuple().exponent, SHOWN_DECIMAL_PLACES)
+    return value.quantize(Decimal(1).scaleb(-places))
+
+
+class LocalizedDecimalField(forms.DecimalField):
+    """A decimal as the merchant writes it: shown in the page's language ("0,04" in German),
+    taken with the language's decimal mark or with a point ("0,04" and "0.04" alike).
+
+    Django's own `localize=True` would drop a point as a thousands separator once
+    USE_THOUSAND_SEPARATOR is on ("0.125" → 125); here a point is a thousands separator only
+    beside a decimal comma ("1.250,5").
+    """
+
+    def __init__(self, **kwargs) -> None:
+        kwargs["localize"] = True
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, Decimal):
+            return shown_decimal(value)
+        return value
+
+    def to_python(self, value) -> Decimal | None:
+        if value in self.empty_values:
+            return None
+        text = str(value).strip()
+        mark = formats.get_format("DECIMAL_SEPARATOR")
+        if mark != "." and mark in text:
+            grouping = formats.get_format("THOUSAND_SEPARATOR")
+            for separator in {grouping, ".", "\u00a0", " "}:
+                text = text.replace(separator, "")
+            text = text.replace(mark, ".")
+        try:
+            return Decimal(text)
+        except InvalidOperation:
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from None

@@ -105,3 +105,6 @@ urlpatterns = [
     path("admin/dashboard/demo/remove/", dashboard_demo.remove_view, name="dashboard-demo-remove"),
     path("admin/", admin.site.urls),
 ]
+
+# A permission error (admin, set-up, RQ dashboard) is a German page with a way back.
+handler403 = "automation.admin_site.permission_denied"

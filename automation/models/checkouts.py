@@ -107,7 +107,7 @@ class ReminderSettings(SingletonSettings):
         help_text=_("At most one reminder per e-mail address within this many days."),
     )
     p0 = models.DecimalField(
-        verbose_name=_("p0"),
+        verbose_name=_("completion rate without a mail"),
         max_digits=5,
         decimal_places=4,
         default=DEFAULT_P0,
@@ -115,7 +115,7 @@ class ReminderSettings(SingletonSettings):
         help_text=_("Share of abandoned checkouts that complete without any mail (0.04 = 4 %)."),
     )
     p_plain = models.DecimalField(
-        verbose_name=_("p plain"),
+        verbose_name=_("completion rate after a plain reminder"),
         max_digits=5,
         decimal_places=4,
         default=DEFAULT_P_PLAIN,
@@ -123,7 +123,7 @@ class ReminderSettings(SingletonSettings):
         help_text=_("Share that complete after a plain reminder."),
     )
     p_discount = models.DecimalField(
-        verbose_name=_("p discount"),
+        verbose_name=_("completion rate after a discount reminder"),
         max_digits=5,
         decimal_places=4,
         default=DEFAULT_P_DISCOUNT,
@@ -180,7 +180,7 @@ class ReminderSettings(SingletonSettings):
         ),
     )
     holdout_salt = models.CharField(
-        verbose_name=_("holdout salt"),
+        verbose_name=_("control group draw code"),
         max_length=64,
         blank=True,
         help_text=_(
