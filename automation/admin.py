@@ -23,7 +23,7 @@ from django.utils.translation import ngettext
 
 from . import ads, inbox, promotions, scheduling, shopify_access
 from .exceptions import InvalidPayload
-from .forms import PromotionForm
+from .forms import PromotionAdGroupForm, PromotionForm
 from .models import (
     AdGroup,
     AdGroupAction,
@@ -952,6 +952,7 @@ class DataRequestAdmin(admin.ModelAdmin):
 
 class PromotionAdGroupInline(admin.TabularInline):
     model = PromotionAdGroup
+    form = PromotionAdGroupForm
     extra = 1
 
 
