@@ -26,18 +26,19 @@ run: $(STAMP)
 	$(BIN)/python manage.py demo_setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
 
-# Tests use a Redis DB of their own (15) so they never touch the one `make run` uses.
-test: export REDIS_URL ?= redis://127.0.0.1:6379/15
+# With nothing set, tests use SQLite and a throwaway redis-server of their own (tests/private_redis.py),
+# never the Redis of `make run`; DATABASE_URL points them at PostgreSQL, REDIS_URL at a Redis DB
+# (started by ensure_redis if nothing answers there).
 test: export SECRET_KEY ?= tests-only-not-secret
 test: $(STAMP)
 	mkdir -p var/static
-	$(BIN)/python manage.py ensure_redis
+	$(if $(REDIS_URL),$(BIN)/python manage.py ensure_redis)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m tests.support.shopify_schema
-	$(BIN)/pytest
+	$(BIN)/python -m tests.private_redis $(BIN)/pytest $(ARGS)
 
 # A replayable shop day with faults, checked against the truth (docs/ARCHITECTURE.md). ARGS="--seed 7 ..."
 chaos: export SECRET_KEY ?= chaos-only-not-secret

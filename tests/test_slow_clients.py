@@ -31,7 +31,7 @@ SECONDS = 4.0
 SETTLE = 1.5  # the slow clients have connected and sent their headers
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.servers]
 
 
 @pytest.fixture(scope="module", autouse=True)
