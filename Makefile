@@ -18,6 +18,8 @@ install: $(STAMP)
 # settings reads for every manage.py process here; anything already in the environment wins.
 # Only the metrics directory is needed here too: emptied at each start (settings re-creates it).
 METRICS_DIR = $(or $(PROMETHEUS_MULTIPROC_DIR),$(shell sed -n 's/^PROMETHEUS_MULTIPROC_DIR=//p' .env.local))
+# demo_setup prints the admin login and writes it to var/admin-login.txt (owner-only); the
+# Procfile's `login` prints it again once web and worker have started.
 run: $(STAMP)
 	mkdir -p var/static
 	rm -rf "$(METRICS_DIR)"
