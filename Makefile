@@ -18,6 +18,8 @@ install: $(STAMP)
 # settings reads for every manage.py process here; anything already in the environment wins.
 # Only the metrics directory is needed here too: emptied at each start (settings re-creates it).
 METRICS_DIR = $(or $(PROMETHEUS_MULTIPROC_DIR),$(shell sed -n 's/^PROMETHEUS_MULTIPROC_DIR=//p' .env.local))
+# demo_setup prints the admin login and writes it to var/admin-login.txt (owner-only); the
+# Procfile's `login` prints it again once web and worker have started.
 run: $(STAMP)
 	mkdir -p var/static
 	rm -rf "$(METRICS_DIR)"
@@ -26,18 +28,19 @@ run: $(STAMP)
 	$(BIN)/python manage.py demo_setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
 
-# Tests use a Redis DB of their own (15) so they never touch the one `make run` uses.
-test: export REDIS_URL ?= redis://127.0.0.1:6379/15
+# With nothing set, tests use SQLite and a throwaway redis-server of their own (tests/private_redis.py),
+# never the Redis of `make run`; DATABASE_URL points them at PostgreSQL, REDIS_URL at a Redis DB
+# (started by ensure_redis if nothing answers there).
 test: export SECRET_KEY ?= tests-only-not-secret
 test: $(STAMP)
 	mkdir -p var/static
-	$(BIN)/python manage.py ensure_redis
+	$(if $(REDIS_URL),$(BIN)/python manage.py ensure_redis)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m tests.support.shopify_schema
-	$(BIN)/pytest
+	$(BIN)/python -m tests.private_redis $(BIN)/pytest $(ARGS)
 
 # A replayable shop day with faults, checked against the truth (docs/ARCHITECTURE.md). ARGS="--seed 7 ..."
 chaos: export SECRET_KEY ?= chaos-only-not-secret

@@ -25,7 +25,7 @@ from django.utils.translation import ngettext
 
 from . import ads, inbox, promotions, scheduling, shopify_access
 from .exceptions import InvalidPayload
-from .forms import LocalizedDecimalField, PromotionForm
+from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
 from .models import (
     AdGroup,
     AdGroupAction,
@@ -1004,6 +1004,7 @@ class DataRequestAdmin(admin.ModelAdmin):
 
 class PromotionAdGroupInline(admin.TabularInline):
     model = PromotionAdGroup
+    form = PromotionAdGroupForm
     extra = 1
 
 

@@ -5,11 +5,13 @@ from decimal import Decimal, InvalidOperation
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import formats, timezone
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from . import promotions
-from .models import Promotion
+from .models import Promotion, PromotionAdGroup
+from .setup.forms import CustomerIdField
 
 MISSING_HALF = {
     "start": gettext_lazy("Give both a date and a time for the start."),
@@ -108,3 +110,18 @@ class LocalizedDecimalField(forms.DecimalField):
             return Decimal(text)
         except InvalidOperation:
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+class PromotionAdGroupForm(forms.ModelForm):
+    """A promotion's ad group: the account may be pasted as Google Ads shows it (123-456-7890)."""
+
+    customer_id = CustomerIdField(
+        label=capfirst(PromotionAdGroup._meta.get_field("customer_id").verbose_name),
+        help_text=gettext_lazy(
+            "The Google Ads account (10 digits; 123-456-7890 as Google Ads shows it)."
+        ),
+    )
+
+    class Meta:
+        model = PromotionAdGroup
+        fields = ["customer_id", "ad_group_id"]

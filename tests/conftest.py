@@ -1,5 +1,6 @@
 """Shared fixtures: a clean test Redis DB, a real RQ worker in burst mode, a test handler."""
 
+import os
 import time
 
 import pytest
@@ -100,10 +101,34 @@ def handler():
     handling.HANDLERS.pop(("shopify", "test/topic"), None)
 
 
+POSTGRES_SKIP = "needs PostgreSQL (set DATABASE_URL)"
+
+
+def on_postgres() -> bool:
+    """Whether the tests' database is PostgreSQL (DATABASE_URL), not the SQLite default."""
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+def pytest_collection_modifyitems(config, items):
+    """On SQLite, skip tests marked `postgres(reason=...)`, saying what they need it for; skip
+    the slow `servers` tests where SERVER_TESTS_RUN_BY names the run that has them instead
+    (.ci/run's SQLite pass: its PostgreSQL pass runs them)."""
+    run_by = os.environ.get("SERVER_TESTS_RUN_BY", "").strip()
+    for item in items:
+        marker = item.get_closest_marker("postgres")
+        if marker is not None and not on_postgres():
+            why = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            item.add_marker(
+                pytest.mark.skip(reason=f"{POSTGRES_SKIP}: {why}" if why else POSTGRES_SKIP)
+            )
+        if run_by and item.get_closest_marker("servers") is not None:
+            item.add_marker(pytest.mark.skip(reason=f"drives real servers; run by {run_by}"))
+
+
 @pytest.fixture
 def requires_postgres(db):
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+        pytest.skip(POSTGRES_SKIP)
 
 
 @pytest.fixture(scope="session")

@@ -301,6 +301,7 @@ def test_batch_size_one_processes_each_delivery_in_its_own_job(
     assert restocked.processed_at != sold_out.processed_at
 
 
+@pytest.mark.postgres(reason="SKIP LOCKED and a second transaction holding a row")
 def test_a_row_another_job_is_claiming_is_skipped_not_waited_for(
     client, queue, winterzauber, requires_postgres
 ):

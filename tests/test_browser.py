@@ -16,6 +16,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed"),
+    pytest.mark.servers,
 ]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
 

@@ -17,6 +17,7 @@ from tests.test_chart_labels import _overlap
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason="no Chromium"),
+    pytest.mark.servers,
 ]
 
 # Each chart's text elements as quadrilaterals in the SVG's user units, as laid out.

@@ -165,6 +165,7 @@ def test_a_captured_delivery_resent_a_week_later_changes_nothing(client, run_wor
     assert StockLevel.objects.get().available == 9
 
 
+@pytest.mark.postgres(reason="a database server that stops answering on its port")
 def test_database_unreachable_during_intake_is_503_and_leaves_nothing(
     client, queue, requires_postgres
 ):
@@ -191,6 +192,7 @@ def test_database_unreachable_during_intake_is_503_and_leaves_nothing(
     assert retry.status_code == 200
 
 
+@pytest.mark.postgres(reason="a server-side connection killed (pg_terminate_backend)")
 def test_a_killed_database_connection_answers_503_once_then_reconnects(
     client, queue, requires_postgres
 ):

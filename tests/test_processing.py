@@ -175,6 +175,7 @@ def test_sweeper_revives_a_delivery_whose_worker_died_mid_job(client, queue, set
     assert queue.job_ids == [f"delivery-{delivery.pk}"]
 
 
+@pytest.mark.postgres(reason="a server-side connection killed (pg_terminate_backend)")
 def test_worker_survives_a_lost_database_connection(client, run_worker, handler, requires_postgres):
     """A PostgreSQL restart kills the worker's connection; the next job reconnects."""
     post_shopify(client, {"id": 1})

@@ -162,6 +162,7 @@ def test_same_webhook_id_on_another_topic_is_a_separate_delivery(client, queue):
     assert Delivery.objects.count() == 2
 
 
+@pytest.mark.postgres(reason="concurrent transactions racing for one unique row")
 def test_concurrent_identical_requests_make_one_row_and_one_job(queue, requires_postgres):
     headers = shopify_headers(KNOWN_BODY, "test/topic")
     barrier = threading.Barrier(4)

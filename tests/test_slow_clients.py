@@ -28,7 +28,7 @@ RATE = 10.0
 SECONDS = 4.0
 SETTLE = 1.5  # the slow clients have connected and sent their headers
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.servers]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -112,13 +112,21 @@ _ENV_PREFIX = "GOOGLE_ADS_"
 _NOT_SDK_VARIABLES = frozenset({"GOOGLE_ADS_CUSTOMER_ID", "GOOGLE_ADS_USE_PROTO_PLUS"})
 
 
+# The SDK refuses these unless they are exactly ten digits (google/ads/googleads/config.py:
+# _validate_customer_id); people paste them as Google Ads shows them, 123-456-7890.
+_SDK_CUSTOMER_IDS = frozenset({"login_customer_id", "linked_customer_id"})
+
+
 def _sdk_environment() -> dict[str, str]:
     """The SDK's GOOGLE_ADS_* variables as its config keys (its own rule: prefix + KEY)."""
-    return {
+    config = {
         name.removeprefix(_ENV_PREFIX).lower(): value
         for name, value in os.environ.items()
         if name.startswith(_ENV_PREFIX) and name not in _NOT_SDK_VARIABLES
     }
+    for key in _SDK_CUSTOMER_IDS & config.keys():
+        config[key] = config[key].replace("-", "").strip()
+    return config
 
 
 def build_client(

@@ -28,9 +28,25 @@ from ..models import (
     Variant,
     WatchedProduct,
 )
-from ..models.inventory import ad_group_id_validator, customer_id_validator, default_customer_id
+from ..models.inventory import (
+    ad_group_id_validator,
+    customer_id_digits,
+    customer_id_validator,
+    default_customer_id,
+)
 from ..privacy import mask_email
 from ..stock import facts as stock_facts
+
+
+class CustomerIdField(serializers.CharField):
+    """A Google Ads account as Google Ads shows it (123-456-7890) or as digits; stored as digits."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("validators", [customer_id_validator])
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        return customer_id_digits(super().to_internal_value(data))
 
 
 class DefaultCustomerIdMixin:
@@ -58,9 +74,7 @@ class DefaultCustomerIdMixin:
 class AdGroupRefSerializer(DefaultCustomerIdMixin, serializers.Serializer):
     """An ad group by its account and id (the account defaults to the shop's)."""
 
-    customer_id = serializers.CharField(
-        max_length=10, validators=[customer_id_validator], required=False
-    )
+    customer_id = CustomerIdField(required=False)
     ad_group_id = serializers.CharField(max_length=20, validators=[ad_group_id_validator])
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -210,6 +224,8 @@ class MarginRuleSerializer(serializers.ModelSerializer):
 
 class PromotionAdGroupSerializer(DefaultCustomerIdMixin, serializers.ModelSerializer):
     """An ad group the promotion enables at its start and pauses at its end."""
+
+    customer_id = CustomerIdField(required=False)
 
     class Meta:
         model = PromotionAdGroup

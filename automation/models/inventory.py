@@ -1,6 +1,8 @@
 """The newest stock level we know per inventory item and location, and the Google Ads id checks
 shared by every model that names an ad group."""
 
+import re
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -9,6 +11,13 @@ from django.utils.translation import gettext_lazy as _
 
 customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
 ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a number."))
+CUSTOMER_ID_INPUT_LENGTH = 20
+"""Room for an id typed or pasted as Google Ads shows it (123-456-7890), spaces included."""
+
+
+def customer_id_digits(text: str) -> str:
+    """The id without the dashes and spaces Google Ads shows; the validator judges the rest."""
+    return re.sub(r"[\s-]", "", text)
 
 
 def default_customer_id() -> str:

@@ -32,6 +32,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from ..models import AdGroup, Location, StockLevel, Variant, WatchedProduct
+from ..models.inventory import CUSTOMER_ID_INPUT_LENGTH, customer_id_digits
 from . import pickers
 
 CUSTOMER_ID = re.compile(r"\d{10}")
@@ -41,7 +42,7 @@ SEPARATORS = re.compile(r"[\s,;]+")
 
 def customer_digits(text: str) -> str:
     """A Google Ads customer id as typed or pasted ("123-456-7890") → its 10 digits, or ""."""
-    digits = re.sub(r"[\s-]", "", str(text or ""))
+    digits = customer_id_digits(str(text or ""))
     return digits if CUSTOMER_ID.fullmatch(digits) else ""
 
 
@@ -290,6 +291,22 @@ def _customer(text: str) -> str:
             params={"value": text},
         )
     return digits
+
+
+class CustomerIdField(forms.CharField):
+    """A Google Ads account as typed or pasted (123-456-7890), cleaned to its 10 digits.
+
+    The model's max_length (10) would become the input's maxlength, and a browser cuts a pasted
+    123-456-7890 to 123-456-78 before anyone can clean it.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", CUSTOMER_ID_INPUT_LENGTH)
+        super().__init__(**kwargs)
+
+    def clean(self, value: str) -> str:
+        text = super().clean(value)
+        return _customer(text) if text else text
 
 
 def _ad_group(text: str) -> str:
@@ -565,9 +582,8 @@ class WatchedProductForm(forms.ModelForm):
 class AdGroupForm(forms.ModelForm):
     """An ad group's own page: the account may be pasted as Google Ads shows it (123-456-7890)."""
 
-    customer_id = forms.CharField(
+    customer_id = CustomerIdField(
         label=capfirst(AdGroup._meta.get_field("customer_id").verbose_name),
-        max_length=20,
         help_text=_("The Google Ads account (10 digits; 123-456-7890 as Google Ads shows it)."),
     )
 
@@ -592,6 +608,3 @@ class AdGroupForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "customer_id" in self.fields and not self.instance.pk:
             self.initial.setdefault("customer_id", dashed(settings.GOOGLE_ADS_CUSTOMER_ID))
-
-    def clean_customer_id(self) -> str:
-        return _customer(self.cleaned_data["customer_id"])

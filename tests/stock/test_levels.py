@@ -207,6 +207,7 @@ def test_the_product_counts_its_variant_over_its_locations(winterzauber):
     assert stock() == 4
 
 
+@pytest.mark.postgres(reason="concurrent writers, serialised by PostgreSQL's row locks")
 def test_concurrent_shuffled_stream_ends_at_the_newest_message(requires_postgres, winterzauber):
     start = datetime.fromisoformat("2026-11-26T09:00:00+01:00")
     rng = random.Random(7)
@@ -242,6 +243,7 @@ def test_concurrent_shuffled_stream_ends_at_the_newest_message(requires_postgres
     assert AdGroupAction.objects.order_by("-requested_at", "-pk").first().desired_status == expected
 
 
+@pytest.mark.postgres(reason="a second transaction waiting on a row lock (SELECT ... FOR UPDATE)")
 def test_a_message_waits_while_another_holds_the_products_lock(requires_postgres, winterzauber):
     """The lock that makes the last Ads call the newest one: a second message for the item
     waits for the first transaction instead of deciding on levels that are about to change."""

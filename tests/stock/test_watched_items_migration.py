@@ -1,5 +1,5 @@
 """Watched items become watched products without changing any current decision (the data
-migration, on real PostgreSQL)."""
+migration)."""
 
 from datetime import UTC, datetime
 
@@ -8,8 +8,6 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from automation.stock import apply, facts, rule
-
-pytestmark = pytest.mark.postgres
 
 BEFORE = [("automation", "0005_perf")]
 AFTER = [("automation", "0006_catalogue")]
@@ -24,7 +22,7 @@ def migrate(targets):
 
 
 @pytest.fixture
-def old_apps(requires_postgres, transactional_db, django_user_model):
+def old_apps(transactional_db, django_user_model):
     apps = migrate(BEFORE)
     yield apps
     migrate(migrate_latest())

@@ -2,10 +2,12 @@
 
 Besides the local shop's watched item, it makes 30 days of clearly labelled demo history
 (automation/dashboard/demo_history.py) so the dashboard's charts mean something on a fresh start;
-`--remove` deletes that history again (as does the dashboard's button).
+`--remove` deletes that history again (as does the dashboard's button). The login also goes to
+var/admin-login.txt (owner-only), which `admin_login` prints again once `make run` has started.
 """
 
 import logging
+import os
 import secrets
 from pathlib import Path
 
@@ -18,6 +20,23 @@ from automation.dashboard import demo, demo_history
 from automation.models import AdGroup, Product, Variant, WatchedProduct
 
 DEMO_CUSTOMER_ID = "1234567890"
+ADMIN_URL = "http://127.0.0.1:8000/admin/"
+"""Where the Procfile's web process serves the admin."""
+LOGIN_FILE = "admin-login.txt"
+
+
+def var_file(name: str) -> Path:
+    """A file of this checkout's local data (var/, git-ignored, left out of the image)."""
+    return Path(settings.BASE_DIR) / "var" / name
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read: created 0600, never readable by others meanwhile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # an older file would keep its own mode
+        handle.write(text)
 
 
 MADE = {
@@ -53,11 +72,9 @@ class Command(BaseCommand):
         self.stdout.write(f"{verb} demo shop elbkerzen.myshopify.com, watching {item}")
         if not options["no_history"]:
             self._history()
-        password_file = Path(settings.BASE_DIR) / "var" / "admin-password.txt"
-        password_file.parent.mkdir(parents=True, exist_ok=True)
+        password_file = var_file("admin-password.txt")
         if not password_file.exists():
-            password_file.write_text(secrets.token_urlsafe(12))
-            password_file.chmod(0o600)
+            write_private(password_file, secrets.token_urlsafe(12))
         password = password_file.read_text().strip()
         user, _ = get_user_model().objects.get_or_create(
             username="admin", defaults={"is_staff": True, "is_superuser": True}
@@ -65,11 +82,9 @@ class Command(BaseCommand):
         user.is_staff = user.is_superuser = True
         user.set_password(password)
         user.save()
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Admin login: http://127.0.0.1:8000/admin/  user: admin  password: {password}"
-            )
-        )
+        login = f"Admin login: {ADMIN_URL}  user: admin  password: {password}"
+        write_private(var_file(LOGIN_FILE), login + "\n")
+        self.stdout.write(self.style.SUCCESS(login))
 
     def _history(self) -> None:
         logging.disable(logging.INFO)  # not a log line per demo delivery
