@@ -11,6 +11,7 @@ from rq import Queue, SimpleWorker
 from automation import ads, handling
 from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
+from tests.support.imprint import give_imprint
 
 # gRPC reads its TLS trust roots once, at the first channel: trust the stand-in's cert first.
 trust_standin_cert()
@@ -27,6 +28,12 @@ def _test_outbox_counts_as_mail_server(settings):
     """Django's test runner swaps in the in-memory mail backend, which production refuses
     (EMAIL_REQUIRE_SERVER); tests/test_mail_production.py turns the refusal back on."""
     settings.EMAIL_REQUIRE_SERVER = False
+
+
+@pytest.fixture(autouse=True)
+def _shop_has_an_imprint(request):
+    """Reminders need the merchant's imprint; tests/test_reminder_text.py takes it away."""
+    give_imprint(request)
 
 
 @pytest.fixture
