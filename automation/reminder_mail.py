@@ -273,12 +273,49 @@ def _html_paragraph(lines: list[str], values: dict[str, str], style: str) -> str
     return format_html('<p style="{}">{}</p>', style, mark_safe("<br>".join(filled)))  # noqa: S308 (escaped above)
 
 
+def _paragraph_parts(
+    lines: list[str],
+    text_values: dict[str, str],
+    html_values: dict[str, str],
+    blocks: dict[str, tuple[str, str]],
+) -> tuple[str, list[str]]:
+    """One paragraph of the merchant's text in both parts. A line that is only `{warenkorb}`
+    or `{link}` becomes its block (the basket table, the button); lines with the discount
+    code are set apart in a box of their own in the HTML part."""
+    text_lines: list[str] = []
+    html: list[str] = []
+    run: list[str] = []
+    run_is_discount = False
+    for line in lines:
+        block = blocks.get(line.strip())
+        is_discount = block is None and mail_text.mentions(line, mail_text.DISCOUNT_ONLY)
+        if run and (block is not None or is_discount != run_is_discount):
+            style = DISCOUNT_STYLE if run_is_discount else PARAGRAPH_STYLE
+            html.append(_html_paragraph(run, html_values, style))
+            run = []
+        if block is not None:
+            text_lines.append(block[0])
+            html.append(block[1])
+            continue
+        run_is_discount = is_discount
+        run.append(line)
+        text_lines.append(mail_text.fill(line, text_values))
+    if run:
+        style = DISCOUNT_STYLE if run_is_discount else PARAGRAPH_STYLE
+        html.append(_html_paragraph(run, html_values, style))
+    return "\n".join(text_lines), html
+
+
 def _render(checkout: CheckoutState, arm: str, config: ReminderSettings) -> RenderedReminder:
     link = unsubscribe_url(checkout.email)
     currency = checkout.currency or "EUR"
     basket = _Basket(
         lines=[
-            (line["quantity"], line.get("title") or "Artikel", format_money(line["price"], currency))
+            (
+                line["quantity"],
+                line.get("title") or "Artikel",
+                format_money(line["price"], currency),
+            )
             for line in checkout.line_items
         ],
         total=format_money(checkout.total_price, currency),
@@ -303,39 +340,19 @@ def _render(checkout: CheckoutState, arm: str, config: ReminderSettings) -> Rend
 
     text_parts = [mail_text.fill(config.mail_greeting, text_values).strip()]
     html_parts = [_html_paragraph([config.mail_greeting], html_values, PARAGRAPH_STYLE)]
+    blocks = {
+        f"{{{mail_text.BASKET}}}": (basket.text_block(), basket.html_block()),
+        f"{{{mail_text.LINK}}}": (checkout.recovery_url, _button(checkout.recovery_url)),
+    }
     for paragraph in _paragraphs(config.mail_body):
         if not with_discount:
-            paragraph = [l for l in paragraph if not mail_text.mentions(l, mail_text.DISCOUNT_ONLY)]
-        text_lines: list[str] = []
-        run: list[str] = []
-        run_is_discount = False
-
-        def flush() -> None:
-            if run:
-                style = DISCOUNT_STYLE if run_is_discount else PARAGRAPH_STYLE
-                html_parts.append(_html_paragraph(run, html_values, style))
-                run.clear()
-
-        for line in paragraph:
-            alone = line.strip()
-            if alone == f"{{{mail_text.BASKET}}}":
-                flush()
-                text_lines.append(basket.text_block())
-                html_parts.append(basket.html_block())
-            elif alone == f"{{{mail_text.LINK}}}":
-                flush()
-                text_lines.append(checkout.recovery_url)
-                html_parts.append(_button(checkout.recovery_url))
-            else:
-                is_discount = mail_text.mentions(line, mail_text.DISCOUNT_ONLY)
-                if is_discount != run_is_discount:
-                    flush()
-                    run_is_discount = is_discount
-                run.append(line)
-                text_lines.append(mail_text.fill(line, text_values))
-        flush()
-        if text_lines:
-            text_parts.append("\n".join(text_lines))
+            paragraph = [
+                line for line in paragraph if not mail_text.mentions(line, mail_text.DISCOUNT_ONLY)
+            ]
+        text, html = _paragraph_parts(paragraph, text_values, html_values, blocks)
+        if text:
+            text_parts.append(text)
+        html_parts.extend(html)
 
     imprint = config.mail_imprint.strip()
     imprint_lines = [line.strip() for line in imprint.splitlines()]
@@ -392,7 +409,7 @@ def sample_checkout(email: str) -> CheckoutState:
     total = sum(Decimal(line["price"]) * line["quantity"] for line in SAMPLE_LINES)
     return CheckoutState(
         source=CheckoutState.Source.SHOPIFY,
-        token="preview",
+        token="preview",  # noqa: S106 (a checkout token, not a secret)
         email=email,
         first_name=SAMPLE_FIRST_NAME,
         line_items=SAMPLE_LINES,

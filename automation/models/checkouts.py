@@ -10,15 +10,6 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..addresses import address_key, identifying_address
-from ..mail_text import (
-    DEFAULT_BODY,
-    DEFAULT_GREETING,
-    DEFAULT_SUBJECT,
-    validate_body,
-    validate_greeting,
-    validate_header_text,
-    validate_subject,
-)
 from ..decisions import (
     DEFAULT_ATTRIBUTION_WINDOW_DAYS,
     DEFAULT_DISCOUNT_RATE,
@@ -29,6 +20,15 @@ from ..decisions import (
     DEFAULT_P_DISCOUNT,
     DEFAULT_P_PLAIN,
     DISCOUNT_COOLDOWN_DAYS,
+)
+from ..mail_text import (
+    DEFAULT_BODY,
+    DEFAULT_GREETING,
+    DEFAULT_SUBJECT,
+    validate_body,
+    validate_greeting,
+    validate_header_text,
+    validate_subject,
 )
 from .singleton import SingletonSettings
 
@@ -247,7 +247,7 @@ class ReminderSettings(SingletonSettings):
         validators=[validate_header_text, validate_greeting],
         help_text=_(
             "The first line. Placeholders: {vorname}, {shop}; without a first name the space "
-            "before {vorname} goes too (\"Hallo,\")."
+            'before {vorname} goes too ("Hallo,").'
         ),
     )
     mail_body = models.TextField(

@@ -4,7 +4,9 @@ import pytest
 
 TEST_IMPRINT = "Elbkerzen Testbetrieb\nHafenstraße 1, 20457 Hamburg\nkontakt@elbkerzen.example"
 
-DB_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"})
+DB_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+)
 
 
 def uses_database(request: pytest.FixtureRequest) -> bool:
