@@ -24,6 +24,7 @@ from django.utils.translation import ngettext
 from . import ads, inbox, promotions, reminder_mail, scheduling, shopify_access
 from .exceptions import InvalidPayload
 from .forms import PromotionForm
+from .mail_text import PLACEHOLDERS
 from .models import (
     AdGroup,
     AdGroupAction,
@@ -941,6 +942,7 @@ class ReminderSettingsAdmin(SingletonSettingsAdmin):
             "can_send": self.has_change_permission(request),
             "has_address": bool(request.user.email),
             "user_url": _user_url(request),
+            "placeholders": [(f"{{{name}}}", text) for name, text in PLACEHOLDERS.items()],
         }
         return TemplateResponse(request, "admin/automation/remindersettings/preview.html", context)
 
