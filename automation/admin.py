@@ -918,13 +918,27 @@ class ReminderSettingsAdmin(SingletonSettingsAdmin):
         ]
         return own + super().get_urls()
 
+    def _settings_to_preview(self, request: HttpRequest) -> tuple[ReminderSettings, object]:
+        """The saved settings, or the unsaved values the change form posted (`_draft`), with
+        that form (None without a draft); a draft that does not validate shows the saved
+        settings beside the form's errors. Nothing is saved."""
+        config = ReminderSettings.load()
+        if request.method != "POST" or "_draft" not in request.POST:
+            return config, None
+        if not self.has_change_permission(request, config):
+            raise PermissionDenied
+        form = self.get_form(request, config, change=True)(request.POST, instance=config)
+        if form.is_valid():
+            return form.save(commit=False), form
+        return ReminderSettings.load(), form
+
     def preview_view(self, request: HttpRequest) -> HttpResponse:
         """The reminder as it would be sent now, with a sample basket, in both parts."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        config = ReminderSettings.load()
+        config, draft = self._settings_to_preview(request)
         arms = preview_arms(config)
-        arm = request.GET.get("arm", arms[-1])
+        arm = request.POST.get("arm") or request.GET.get("arm", arms[-1])
         if arm not in arms:
             raise Http404
         address = request.user.email or PREVIEW_ADDRESS
@@ -943,6 +957,15 @@ class ReminderSettingsAdmin(SingletonSettingsAdmin):
             "has_address": bool(request.user.email),
             "user_url": _user_url(request),
             "placeholders": [(f"{{{name}}}", text) for name, text in PLACEHOLDERS.items()],
+            "draft": draft,
+            "draft_fields": [
+                (name, value)
+                for name, values in request.POST.lists()
+                if name not in ("csrfmiddlewaretoken", "arm", "_draft")
+                for value in values
+            ]
+            if draft is not None and draft.is_valid()
+            else [],
         }
         return TemplateResponse(request, "admin/automation/remindersettings/preview.html", context)
 
@@ -952,7 +975,9 @@ class ReminderSettingsAdmin(SingletonSettingsAdmin):
             return HttpResponseNotAllowed(["POST"])
         if not self.has_change_permission(request):
             raise PermissionDenied
-        config = ReminderSettings.load()
+        config, draft = self._settings_to_preview(request)
+        if draft is not None and not draft.is_valid():
+            raise PermissionDenied  # the preview offers no test of a draft that failed
         arm = request.POST.get("arm", "")
         if arm not in preview_arms(config):
             raise Http404

@@ -339,3 +339,52 @@ def test_the_test_mail_is_post_only_and_knows_its_arms(admin_client):
 )
 def test_fill(text, filled):
     assert mail_text.fill(text, {"vorname": "Kim"}) == filled
+
+
+# --- the preview of unsaved changes ----------------------------------------------------------
+
+
+def _form_data(**changes) -> dict:
+    data = {k: ("" if v is None else v) for k, v in model_to_dict(ReminderSettings.load()).items()}
+    return {**data, **changes, "_draft": "1"}
+
+
+def test_unsaved_changes_are_previewed_and_test_sent_without_being_saved(admin_client):
+    data = _form_data(mail_subject="Entwurf für {vorname}", mail_sender_name="Kerzen Entwurf")
+
+    page = admin_client.post(PREVIEW, data, **EN).content.decode()
+    assert 'id="reminder-subject">Entwurf für Kim<' in page
+    fields = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page)
+    hidden = {name: html_lib.unescape(value) for name, value in fields}  # as a browser posts
+    assert hidden["_draft"] == "1"
+    assert hidden["mail_subject"] == "Entwurf für {vorname}"
+
+    admin_client.post(TEST_MAIL, {**hidden, "arm": "plain"}, **EN)
+
+    (message,) = mail.outbox
+    assert message.subject == "Entwurf für Kim"
+    assert message.from_email.startswith("Kerzen Entwurf <")
+    assert _srcdoc(page) == _html(message)
+    assert ReminderSettings.load().mail_subject == mail_text.DEFAULT_SUBJECT
+
+
+def test_unsaved_changes_with_an_unknown_placeholder_show_the_error_and_the_saved_mail(
+    admin_client,
+):
+    page = admin_client.post(PREVIEW, _form_data(mail_subject="Hallo {name}"), **EN)
+
+    text = page.content.decode()
+    assert "Unknown placeholder {name}" in text
+    assert 'id="reminder-subject">Dein Warenkorb bei Elbkerzen wartet auf dich<' in text
+    assert 'name="_draft"' not in text
+    assert ReminderSettings.load().mail_subject == mail_text.DEFAULT_SUBJECT
+
+
+def test_only_who_may_change_the_settings_may_preview_a_draft(client, django_user_model):
+    staff = _staff(django_user_model, client, "view_remindersettings")
+    assert staff.post(PREVIEW, _form_data(mail_subject="x")).status_code == 403
+
+
+def test_the_settings_page_offers_the_preview_of_unsaved_changes(admin_client):
+    page = admin_client.get("/admin/automation/remindersettings/1/change/", **EN).content.decode()
+    assert f'formaction="{PREVIEW}"' in page
