@@ -13,19 +13,20 @@ from django.core.exceptions import PermissionDenied
 from django.db import models, transaction
 from django.db.models import DateTimeField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Least
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse, reverse_lazy
+from django.urls import NoReverseMatch, path, reverse, reverse_lazy
 from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import ads, inbox, promotions, scheduling, shopify_access
+from . import ads, inbox, promotions, reminder_mail, scheduling, shopify_access
 from .exceptions import InvalidPayload
 from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
+from .mail_text import PLACEHOLDERS
 from .models import (
     AdGroup,
     AdGroupAction,
@@ -858,9 +859,31 @@ class StockLevelAdmin(ReadOnlyAdmin):
         return level.shown_updated_at
 
 
+PREVIEW_ADDRESS = "kundin@example.com"
+"""Who the preview is addressed to when the signed-in user has no address."""
+
+
+def preview_arms(config: ReminderSettings) -> list[str]:
+    """The reminders the preview can show: plain, and with discount once a code is set."""
+    arms = [ReminderDecision.Arm.PLAIN.value]
+    if config.discount_code.strip():
+        arms.append(ReminderDecision.Arm.DISCOUNT.value)
+    return arms
+
+
+def _user_url(request: HttpRequest) -> str:
+    """The signed-in user's own admin page, where the e-mail address is entered."""
+    meta = request.user._meta
+    try:
+        return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[request.user.pk])
+    except NoReverseMatch:
+        return ""
+
+
 @admin.register(ReminderSettings)
 class ReminderSettingsAdmin(SingletonSettingsAdmin):
-    """One row; the list view goes straight to it and warns when discounts cannot be sent."""
+    """One row; the list view goes straight to it and warns when no imprint or no discount code
+    is set; the preview shows the mail as sent and sends it to the signed-in user."""
 
     formfield_overrides = GERMAN_DECIMALS
 
@@ -890,8 +913,133 @@ class ReminderSettingsAdmin(SingletonSettingsAdmin):
         ),
     )
 
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        mail = (
+            _("Reminder mail"),
+            {
+                "fields": (
+                    "mail_sender_name",
+                    "mail_subject",
+                    "mail_greeting",
+                    "mail_body",
+                    "mail_imprint",
+                ),
+                "description": _(
+                    "Your text, as plain text. The imprint and the unsubscribe link end every "
+                    "reminder, whatever the text says. The preview shows the mail as it is sent."
+                ),
+            },
+        )
+        return (*self.fieldsets, mail)
+
+    def get_urls(self):
+        own = [
+            path(
+                "preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="automation_remindersettings_preview",
+            ),
+            path(
+                "preview/test/",
+                self.admin_site.admin_view(self.test_mail_view),
+                name="automation_remindersettings_test_mail",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def _settings_to_preview(self, request: HttpRequest) -> tuple[ReminderSettings, object]:
+        """The saved settings, or the unsaved values the change form posted (`_draft`), with
+        that form (None without a draft); a draft that does not validate shows the saved
+        settings beside the form's errors. Nothing is saved."""
+        config = ReminderSettings.load()
+        if request.method != "POST" or "_draft" not in request.POST:
+            return config, None
+        if not self.has_change_permission(request, config):
+            raise PermissionDenied
+        form = self.get_form(request, config, change=True)(request.POST, instance=config)
+        if form.is_valid():
+            return form.save(commit=False), form
+        return ReminderSettings.load(), form
+
+    def preview_view(self, request: HttpRequest) -> HttpResponse:
+        """The reminder as it would be sent now, with a sample basket, in both parts."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        config, draft = self._settings_to_preview(request)
+        arms = preview_arms(config)
+        arm = request.POST.get("arm") or request.GET.get("arm", arms[-1])
+        if arm not in arms:
+            raise Http404
+        address = request.user.email or PREVIEW_ADDRESS
+        rendered = reminder_mail.render(reminder_mail.sample_checkout(address), arm, config)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": _("Preview of the reminder"),
+            "rendered": rendered,
+            "to": address,
+            "arm": arm,
+            "arms": [(value, ReminderDecision.Arm(value).label) for value in arms],
+            "imprint_missing": reminder_mail.imprint_missing(config),
+            "settings_url": reverse("admin:automation_remindersettings_change", args=[config.pk]),
+            "can_send": self.has_change_permission(request),
+            "has_address": bool(request.user.email),
+            "user_url": _user_url(request),
+            "placeholders": [(f"{{{name}}}", text) for name, text in PLACEHOLDERS.items()],
+            "draft": draft,
+            "draft_fields": [
+                (name, value)
+                for name, values in request.POST.lists()
+                if name not in ("csrfmiddlewaretoken", "arm", "_draft")
+                for value in values
+            ]
+            if draft is not None and draft.is_valid()
+            else [],
+        }
+        return TemplateResponse(request, "admin/automation/remindersettings/preview.html", context)
+
+    def test_mail_view(self, request: HttpRequest) -> HttpResponse:
+        """POST: the preview as a mail to the signed-in user's own address."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        config, draft = self._settings_to_preview(request)
+        if draft is not None and not draft.is_valid():
+            raise PermissionDenied  # the preview offers no test of a draft that failed
+        arm = request.POST.get("arm", "")
+        if arm not in preview_arms(config):
+            raise Http404
+        back = f"{reverse('admin:automation_remindersettings_preview')}?{urlencode({'arm': arm})}"
+        address = request.user.email
+        if not address:
+            self.message_user(
+                request,
+                _(
+                    "Your user account has no e-mail address: enter it on your user page "
+                    "(“Users” in the menu, or the link on this page), then send the test again."
+                ),
+                messages.ERROR,
+            )
+            return redirect(back)
+        try:
+            reminder_mail.send_preview(
+                config, arm, address, timeout=settings.VENDOR_INTERACTIVE_TIMEOUT
+            )
+        except Exception as err:  # noqa: BLE001 (shown to the merchant, who may retry)
+            self.message_user(request, failures.explain(err), messages.ERROR)
+            return redirect(back)
+        self.message_user(request, _("Test reminder sent to %(address)s.") % {"address": address})
+        return redirect(back)
+
     def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
         config = ReminderSettings.load()
+        if reminder_mail.imprint_missing(config):
+            self.message_user(
+                request,
+                _("No imprint: no reminder is sent until you enter it under “Reminder mail”."),
+                messages.ERROR,
+            )
         if not config.discount_code.strip():
             self.message_user(
                 request,

@@ -386,6 +386,8 @@ def address_claimed(email: str) -> bool:
 CLAIM_TAKEN = _("claim for this checkout already taken")
 # Stored as the decision's reason when production has no mail server.
 NO_MAIL_SERVER = _("no mail server configured")
+# Stored as the decision's reason while the reminder settings have no imprint (Impressum).
+IMPRINT_MISSING = _("imprint missing")
 
 
 def holdout_reason(config: ReminderSettings, would_send: str) -> str:
@@ -479,6 +481,8 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
         return problem
     if reminder_mail.mail_server_problem():
         return NO_MAIL_SERVER
+    if reminder_mail.imprint_missing(config):
+        return IMPRINT_MISSING
     return ""
 
 

@@ -244,6 +244,7 @@ class Harness:
                 "default_margin_rate": shop.DEFAULT_MARGIN_RATE,
                 "holdout_share": shop.HOLDOUT_SHARE,
                 "holdout_salt": shop.HOLDOUT_SALT,
+                "mail_imprint": shop.IMPRINT,
             },
         )
         for rule in shop.MARGIN_RULES:

@@ -31,6 +31,7 @@ HOLDOUT_SHARE = DEFAULT_HOLDOUT_SHARE  # ReminderSettings' default: 10 % get no 
 HOLDOUT_SALT = "chaos"  # ReminderSettings.holdout_salt: which checkouts the draw holds out
 PROBABILITIES = Probabilities()  # the ReminderSettings defaults: p0 .04, plain .08, discount .11
 DEFAULT_MARGIN_RATE = Decimal("0.40")
+IMPRINT = "Elbkerzen Chaos-Tag, Hafenstraße 1, 20457 Hamburg"  # no reminder is sent without one
 
 
 @dataclass(frozen=True)

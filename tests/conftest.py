@@ -13,6 +13,7 @@ from rq import Queue, SimpleWorker
 from automation import ads, handling
 from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
+from tests.support.imprint import give_imprint
 
 # `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile.
 pytest_plugins = ["tests.support.vendors"]
@@ -40,6 +41,11 @@ def _each_test_starts_in_the_default_language():
     that reads reason texts would see them in German."""
     yield
     translation.deactivate()
+
+
+def _shop_has_an_imprint(request):
+    """Reminders need the merchant's imprint; tests/test_reminder_text.py takes it away."""
+    give_imprint(request)
 
 
 @pytest.fixture

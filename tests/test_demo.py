@@ -225,3 +225,27 @@ def test_the_dashboard_over_the_demo_speaks_german(redis, remover, settings):
     assert len(svgs) == 4
     for svg in svgs:
         assert_no_overlap(svg.replace("&nbsp;", " "))
+
+
+def test_demo_setup_writes_the_marked_demo_imprint_only_into_empty_settings(redis):
+    ReminderSettings.objects.filter(pk=1).update(mail_imprint="")
+    call_command("demo_setup", "--no-history", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert ReminderSettings.load().mail_imprint == demo.DEMO_IMPRINT
+    assert ReminderSettings.load().mail_imprint.startswith("DEMO-IMPRESSUM")
+
+    ReminderSettings.objects.filter(pk=1).update(mail_imprint="Kerzen Müller, Hamburg")
+    call_command("demo_setup", "--no-history", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert ReminderSettings.load().mail_imprint == "Kerzen Müller, Hamburg"
+
+
+def test_demo_setup_gives_its_admin_an_address_for_test_mails(redis, django_user_model):
+    call_command("demo_setup", "--no-history", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert django_user_model.objects.get(username="admin").email == "admin@localhost"
+
+
+def test_the_history_sends_its_reminders_without_an_imprint_and_leaves_it_empty(redis, mailoutbox):
+    ReminderSettings.objects.filter(pk=1).update(mail_imprint="")
+    create_demo()
+    assert ReminderDecision.objects.filter(sent_at__isnull=False).exists()
+    assert all(demo.DEMO_IMPRINT in message.body for message in mailoutbox)
+    assert ReminderSettings.load().mail_imprint == ""

@@ -48,6 +48,13 @@ DEMO_MARKER = "demo:history"
 """The claim that says the history exists; its unique key lets only one run create it."""
 DEMO_MARKER_TTL = timedelta(days=3650)
 DEMO_DISCOUNT_CODE = "DEMO10"
+DEMO_IMPRINT = (
+    "DEMO-IMPRESSUM – bitte durch Ihr eigenes ersetzen\n"
+    "Elbkerzen Demo GmbH, Musterstraße 1, 20095 Hamburg\n"
+    "demo@elbkerzen.example · Amtsgericht Hamburg HRB 000000 · USt-IdNr. DE000000000"
+)
+"""The imprint the demo writes into empty reminder settings, so its reminders are sent;
+marked as a demo so nobody mistakes it for the shop's."""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from ..sources import load_body, shopify
 from .demo import (
     DEMO_DAYS,
     DEMO_DISCOUNT_CODE,
+    DEMO_IMPRINT,
     DEMO_ITEMS,
     DEMO_LOCATION_ID,
     DEMO_MARKER,
@@ -364,6 +365,10 @@ class _Maker:
         self.rng = random.Random("demo-timing")  # noqa: S311 (not security)
         self.config = ReminderSettings.load()
         self.original_code = self.config.discount_code
+        # No reminder is sent without an imprint: the demo's, while it plays, if there is none.
+        self.original_imprint = self.config.mail_imprint
+        if not self.original_imprint.strip():
+            ReminderSettings.objects.filter(pk=self.config.pk).update(mail_imprint=DEMO_IMPRINT)
         self.count: Counter[str] = Counter()
         self.deliveries: list[int] = []
 
@@ -435,7 +440,9 @@ class _Maker:
         ).update(recorded_at=processed)
 
     def finish(self) -> None:
-        ReminderSettings.objects.filter(pk=self.config.pk).update(discount_code=self.original_code)
+        ReminderSettings.objects.filter(pk=self.config.pk).update(
+            discount_code=self.original_code, mail_imprint=self.original_imprint
+        )
 
 
 def _events(now: datetime) -> list[Event]:

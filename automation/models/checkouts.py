@@ -21,6 +21,15 @@ from ..decisions import (
     DEFAULT_P_PLAIN,
     DISCOUNT_COOLDOWN_DAYS,
 )
+from ..mail_text import (
+    DEFAULT_BODY,
+    DEFAULT_GREETING,
+    DEFAULT_SUBJECT,
+    validate_body,
+    validate_greeting,
+    validate_header_text,
+    validate_subject,
+)
 from .singleton import SingletonSettings
 
 _fraction = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
@@ -212,6 +221,56 @@ class ReminderSettings(SingletonSettings):
         default=DEFAULT_MIN_DECISIONS_PER_ARM,
         validators=[MinValueValidator(1)],
         help_text=_("Decisions each arm needs before its measured rate may decide."),
+    )
+
+    mail_sender_name = models.CharField(
+        verbose_name=_("sender name"),
+        max_length=100,
+        blank=True,
+        validators=[validate_header_text],
+        help_text=_(
+            "The name buyers see as the sender; the address stays DEFAULT_FROM_EMAIL. "
+            "Empty: the shop's name."
+        ),
+    )
+    mail_subject = models.CharField(
+        verbose_name=_("subject"),
+        max_length=200,
+        default=DEFAULT_SUBJECT,
+        validators=[validate_header_text, validate_subject],
+        help_text=_("Placeholders: {vorname}, {shop}."),
+    )
+    mail_greeting = models.CharField(
+        verbose_name=_("greeting"),
+        max_length=200,
+        default=DEFAULT_GREETING,
+        validators=[validate_header_text, validate_greeting],
+        help_text=_(
+            "The first line. Placeholders: {vorname}, {shop}; without a first name the space "
+            'before {vorname} goes too ("Hallo,").'
+        ),
+    )
+    mail_body = models.TextField(
+        verbose_name=_("text"),
+        default=DEFAULT_BODY,
+        validators=[validate_body],
+        help_text=_(
+            "Plain text, no HTML; a blank line starts a new paragraph. Placeholders: "
+            "{vorname}, {shop}, {warenkorb} (the basket), {link} (needed: back to the basket), "
+            "{rabattcode} (needed: the discount code; its line appears only in reminders with "
+            "discount), {rabatt} (the discount in percent). {warenkorb} and {link} on a line of "
+            "their own become the basket table and the button."
+        ),
+    )
+    mail_imprint = models.TextField(
+        verbose_name=_("imprint"),
+        blank=True,
+        help_text=_(
+            "Your provider identification for the footer of every reminder (Impressum, § 5 "
+            "DDG): name, address, how to reach you, register and VAT id where you have them. "
+            "No reminder is sent while this is empty. Have the text checked: we are not "
+            "lawyers. The unsubscribe link is always added below it."
+        ),
     )
 
     class Meta:

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Max
+from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 
-from .. import shopify_access
+from .. import reminder_mail, shopify_access
 from ..adapters import google_ads
-from ..models import AdGroup, Delivery
+from ..models import AdGroup, Delivery, ReminderSettings
 
 
 class Light(enum.StrEnum):
@@ -46,6 +47,7 @@ class Section:
     facts: list[tuple[str, str]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (text, URL) to fix what is missing
     result: object = None  # the probe of a test button just pressed (probes.Probe)
 
     def lack(self, text: str, light: Light = Light.RED) -> None:
@@ -196,6 +198,22 @@ def email(user_email: str, *, alert_recipients: bool = True) -> Section:
             Light.YELLOW,
         )
     section.facts.append((_("Test mail goes to"), user_email or _("(your account has no address)")))
+    config = ReminderSettings.load()
+    missing_imprint = reminder_mail.imprint_missing(config)
+    section.facts.append((_("Imprint in reminders"), is_set(not missing_imprint)))
+    settings_url = reverse("admin:automation_remindersettings_change", args=[config.pk])
+    if missing_imprint:
+        section.lack(
+            _(
+                "The imprint is missing: no reminder is sent until you enter it in the "
+                "reminder settings (German law wants the sender's identification in every "
+                "commercial e-mail)."
+            )
+        )
+        section.links.append((_("Enter the imprint"), settings_url))
+    section.links.append(
+        (_("Preview the reminder"), reverse("admin:automation_remindersettings_preview"))
+    )
     return section
 
 

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from redis.exceptions import RedisError
 
 from automation.dashboard import demo, demo_history
-from automation.models import AdGroup, Product, Variant, WatchedProduct
+from automation.models import AdGroup, Product, ReminderSettings, Variant, WatchedProduct
 
 DEMO_CUSTOMER_ID = "1234567890"
 ADMIN_URL = "http://127.0.0.1:8000/admin/"
@@ -37,6 +37,10 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as handle:
         os.fchmod(handle.fileno(), 0o600)  # an older file would keep its own mode
         handle.write(text)
+
+
+DEMO_ADMIN_EMAIL = "admin@localhost"
+"""The local admin's address: local mail stays on this machine (the console backend shows it)."""
 
 
 MADE = {
@@ -70,6 +74,8 @@ class Command(BaseCommand):
         item, created = _winterzauber()
         verb = "Created" if created else "Kept"
         self.stdout.write(f"{verb} demo shop elbkerzen.myshopify.com, watching {item}")
+        if _demo_imprint():
+            self.stdout.write("Reminder settings: wrote the demo imprint (replace it with yours)")
         if not options["no_history"]:
             self._history()
         password_file = var_file("admin-password.txt")
@@ -80,11 +86,14 @@ class Command(BaseCommand):
             username="admin", defaults={"is_staff": True, "is_superuser": True}
         )
         user.is_staff = user.is_superuser = True
+        # The set-up page's and the reminder preview's test mails go to the user's address.
+        user.email = user.email or DEMO_ADMIN_EMAIL
         user.set_password(password)
         user.save()
         login = f"Admin login: {ADMIN_URL}  user: admin  password: {password}"
         write_private(var_file(LOGIN_FILE), login + "\n")
         self.stdout.write(self.style.SUCCESS(login))
+        self.stdout.write(f"Test mails go to {user.email}")
 
     def _history(self) -> None:
         logging.disable(logging.INFO)  # not a log line per demo delivery
@@ -129,3 +138,16 @@ def _winterzauber() -> tuple[WatchedProduct, bool]:
     )
     watched.ad_groups.set([group])
     return watched, True
+
+
+def _demo_imprint() -> bool:
+    """Fill the demo imprint into empty reminder settings (no reminder is sent without one);
+    True when it was written. A merchant's own imprint is never replaced."""
+    config = ReminderSettings.load()
+    if config.mail_imprint.strip():
+        return False
+    return bool(
+        ReminderSettings.objects.filter(pk=config.pk, mail_imprint=config.mail_imprint).update(
+            mail_imprint=demo.DEMO_IMPRINT
+        )
+    )
