@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # After sign-in, a staff user without an address is asked for one once (alerts reach them).
+    "automation.setup.first_login.FirstLoginMiddleware",
     # Last, as django-axes asks: it turns a lockout flagged during the login into a 429.
     "axes.middleware.AxesMiddleware",
 ]
