@@ -5,7 +5,6 @@ the users."""
 import pytest
 from django.contrib.auth.models import Permission
 from django.core import mail
-
 from django.utils import timezone
 
 from automation import alerts

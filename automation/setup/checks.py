@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Max
+from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
-from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
