@@ -86,6 +86,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The notice bar of the admin's pages (lazy: read only where it is shown).
+                "automation.notices.context",
             ],
         },
     },
