@@ -20,6 +20,7 @@ RUN mkdir -p /tmp/prometheus
 EXPOSE 8000
 # Four sync workers with persistent DB connections (CONN_MAX_AGE) and one Redis pool each.
 # Sync workers need a buffering proxy in front (gunicorn's deployment guide): docker-compose.yml
-# publishes only nginx (deploy/nginx/default.conf.template), never this port.
+# publishes only nginx (deploy/nginx/default.conf.template), never this port. compose runs
+# this command twice: `web` (the admin pool) and `webhooks` (the pool nginx sends webhooks to).
 CMD ["gunicorn", "elbkerzen.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", \
      "--access-logfile", "-", "--timeout", "30"]

@@ -2,6 +2,7 @@
 ad group actions to read (and replay)."""
 
 import json
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from django import forms
@@ -10,7 +11,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import DateTimeField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Least
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -48,7 +50,7 @@ from .models import (
     WatchedProduct,
 )
 from .privacy import mask_email
-from .setup import pickers, probes
+from .setup import failures, pickers
 from .setup.forms import AdGroupForm, WatchedProductForm, dashed
 from .sources import load_body
 from .sources.events import parse_event
@@ -298,7 +300,7 @@ def _ads_failed(done: apply.Settled, name: str) -> tuple[int, str]:
             "Google Ads did not take the change for ad group %(group)s: %(error)s The change is "
             "saved; the next stock update or the nightly reconciliation sets the ad group again."
         )
-        % {"group": name, "error": probes.explain(done.error)},
+        % {"group": name, "error": failures.explain(done.error)},
     )
 
 
@@ -825,10 +827,30 @@ class AdGroupActionAdmin(ReadOnlyAdmin):
     list_select_related = ("delivery",)
 
 
+# The latest instant Python's datetime holds in every time zone the admin may show it in.
+LOADABLE_UNTIL = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 @admin.register(StockLevel)
 class StockLevelAdmin(ReadOnlyAdmin):
-    list_display = ("inventory_item_id", "location_id", "available", "updated_at", "recorded_at")
+    list_display = (
+        "inventory_item_id",
+        "location_id",
+        "available",
+        "shopify_updated_at",
+        "recorded_at",
+    )
     search_fields = ("inventory_item_id", "location_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        """The list reads Shopify's timestamp capped at what Python can load: a level stored
+        from beyond year 9999 (before the parsers refused such times) does not take it down."""
+        shown = Least("updated_at", Value(LOADABLE_UNTIL, output_field=DateTimeField()))
+        return super().get_queryset(request).defer("updated_at").annotate(shown_updated_at=shown)
+
+    @admin.display(description=_("updated at"), ordering="updated_at")
+    def shopify_updated_at(self, level: StockLevel) -> datetime:
+        return level.shown_updated_at
 
 
 @admin.register(ReminderSettings)
@@ -937,10 +959,23 @@ class ClaimAdmin(ReadOnlyAdmin):
     search_fields = ("key",)
 
 
+class SuppressionReasonFilter(admin.SimpleListFilter):
+    """The written reasons by their labels; the merchant's own texts are searched, not listed."""
+
+    title = _("reason")
+    parameter_name = "reason"
+
+    def lookups(self, request, model_admin):
+        return SuppressedAddress.Reason.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(reason=self.value()) if self.value() else queryset
+
+
 @admin.register(SuppressedAddress)
 class SuppressedAddressAdmin(admin.ModelAdmin):
     list_display = ("email", "why", "detail", "created_at")
-    list_filter = ("reason",)
+    list_filter = (SuppressionReasonFilter,)
     search_fields = ("email",)
 
     @admin.display(description=_("reason"), ordering="reason")
@@ -1129,8 +1164,12 @@ class HeldChangeAdmin(ReadOnlyAdmin):
             decided = held_changes.discard(queryset, request.user)
             message = _("Discarded %(count)d held changes: the ads stay as they are.")
         self.message_user(request, message % {"count": decided.decided}, messages.SUCCESS)
-        for error in decided.errors:
-            self.message_user(request, error, messages.ERROR)
+        for ad_group_id, error in decided.failures:
+            text = _("Ad group %(group)s: %(error)s") % {
+                "group": ad_group_id,
+                "error": failures.explain(error),
+            }
+            self.message_user(request, text, messages.ERROR)
 
     def _confirm_page(
         self, request: HttpRequest, changes: list[HeldChange], how: str, *, action: str = ""

@@ -9,6 +9,7 @@ sends it, logs it (`AdGroupAction`), and remembers what the backend confirmed (`
 so an unchanged status is not sent again.
 """
 
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -43,6 +44,27 @@ def google_client() -> Any:
     from .adapters import google_ads
 
     return google_ads.build_client(use_proto_plus=settings.GOOGLE_ADS_USE_PROTO_PLUS)
+
+
+# Builds the client for pages: one at a time, so a hanging sign-in holds one thread, not one
+# per page; a build that outlasts its page goes on and is kept for the next page.
+_PAGE_BUILDER = concurrent.futures.ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="ads-client"
+)
+
+
+def google_client_for_page() -> Any:
+    """google_client() for a page the merchant waits on: Google's sign-in (the OAuth refresh the
+    SDK sends when the client is built, with google-auth's default of 120 s) gets
+    VENDOR_INTERACTIVE_TIMEOUT seconds, like the page's own calls."""
+    future = _PAGE_BUILDER.submit(google_client)
+    try:
+        return future.result(timeout=settings.VENDOR_INTERACTIVE_TIMEOUT)
+    except concurrent.futures.TimeoutError as err:
+        raise TransientAdsError(
+            f"DEADLINE_EXCEEDED: Google's sign-in did not answer within "
+            f"{settings.VENDOR_INTERACTIVE_TIMEOUT:g} s"
+        ) from err
 
 
 def job_deadline() -> float | None:
@@ -111,7 +133,7 @@ def send_status(customer_id: str, ad_group_id: str, status: str) -> str:
         cap=settings.ADS_BACKOFF_CAP,
         timeout=settings.ADS_CALL_TIMEOUT,
         deadline=call_deadline(),
-        client=google_client(),
+        client=google_client_for_page() if _ON_A_PAGE.get() else google_client(),
     )
     return Result.APPLIED
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from . import claims, reminder_mail, suppression
+from . import claims, paid_check, reminder_mail, suppression
 from .addresses import address_key
 from .decisions import (
     CREDIBLE_LEVEL,
@@ -141,7 +141,10 @@ def store_checkout(version: CheckoutVersion) -> CheckoutState | None:
 
 def mark_completed(source: str, token: str, when: datetime, shop_domain: str = "") -> bool:
     """Record a purchase; creates a completed placeholder if the checkout is not known yet."""
-    same = CheckoutState.objects.filter(source=source, token=token)
+    # Only the order's own shop completes a checkout (or one whose shop is not known).
+    same = CheckoutState.objects.filter(source=source, token=token).filter(
+        Q(shop_domain=shop_domain) | Q(shop_domain="")
+    )
     if same.filter(completed_at__isnull=True).update(completed_at=when):
         return True
     if same.exists():
@@ -221,6 +224,7 @@ def handle_order(order: OrderEvent, delivery: Delivery) -> Outcome:
         Order(
             ref=f"shopify:order:{order.order_id}",
             source=CheckoutState.Source.SHOPIFY,
+            shop_domain=delivery.shop_domain,
             token=order.checkout_token,
             email=order.named_email,
             placed_at=when,
@@ -260,6 +264,7 @@ def handle_stripe_completed(version: CheckoutVersion, delivery: Delivery) -> Out
         Order(
             ref=f"stripe:{version.token}",
             source=CheckoutState.Source.STRIPE,
+            shop_domain=version.shop_domain,
             token=version.token,
             email=version.email,
             placed_at=version.updated_at,
@@ -267,7 +272,9 @@ def handle_stripe_completed(version: CheckoutVersion, delivery: Delivery) -> Out
         ),
         ReminderSettings.load(),
     )
-    mark_completed(CheckoutState.Source.STRIPE, version.token, version.updated_at)
+    mark_completed(
+        CheckoutState.Source.STRIPE, version.token, version.updated_at, version.shop_domain
+    )
     return Outcome(
         Status.DONE, f"checkout session marked completed; {attributed or NOT_ATTRIBUTED}"
     )
@@ -290,6 +297,8 @@ class Order:
     email: str
     placed_at: datetime
     value: Decimal | None
+    shop_domain: str = ""
+    """The shop that took the order: only its own checkouts' decisions may claim it."""
 
 
 def _attributable(decisions):
@@ -304,6 +313,8 @@ def _attributable(decisions):
 def attribute_order(order: Order, config: ReminderSettings) -> str:
     """Record the order on the decision for the same checkout, else on the newest one for the
     same address within the attribution window; a note of what happened, "" when none fits.
+    Only decisions about checkouts of the order's own shop (source and shop domain) count: one
+    buyer may shop at two shops that deliver here.
 
     At-least-once safe: an order is recorded at most once (the unique `order_ref`; a repeat
     finds the first decision converted, tries the next and is refused by the key), and a
@@ -311,7 +322,11 @@ def attribute_order(order: Order, config: ReminderSettings) -> str:
     """
     if ReminderDecision.objects.filter(order_ref=order.ref).exists():
         return "order attributed already"
-    before = ReminderDecision.objects.filter(decided_at__lte=order.placed_at)
+    before = ReminderDecision.objects.filter(
+        decided_at__lte=order.placed_at,
+        checkout__source=order.source,
+        checkout__shop_domain=order.shop_domain,
+    )
     candidates = []
     if order.token:
         candidates.append(
@@ -609,8 +624,13 @@ def _choice_fields(choice: ReminderChoice, inputs: dict) -> dict:
     }
 
 
-def evaluate(checkout_id: int, version: datetime) -> str:
-    """Decide about one checkout version and send at most one reminder; returns what happened."""
+def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True) -> str:
+    """Decide about one checkout version and send at most one reminder; returns what happened.
+
+    Before any mail (and before the holdout draw, so both arms leave out the same buyers) the
+    vendor is asked whether the buyer paid meanwhile; when it cannot say, a run that is not
+    the `final_attempt` raises PaidUnknown for RQ to retry, and the final one skips.
+    """
     checkout = CheckoutState.objects.filter(pk=checkout_id).first()
     if checkout is None:
         return "gone"
@@ -625,6 +645,20 @@ def evaluate(checkout_id: int, version: datetime) -> str:
     if choice.arm == Arm.NONE:
         _record(checkout, overwrite=False, **_choice_fields(choice, inputs))
         return "none"
+    paid = paid_check.ask(checkout)
+    if paid.paid == paid_check.Paid.UNKNOWN and paid.retry and not final_attempt:
+        raise paid_check.PaidUnknown(paid.reason)
+    if paid.paid != paid_check.Paid.NO:
+        _record(
+            checkout,
+            overwrite=False,
+            **{
+                **_choice_fields(choice, {**inputs, "would_send": choice.arm}),
+                "arm": Arm.NONE,
+                "reason": paid.reason[:500],
+            },
+        )
+        return f"skipped: {paid.reason}"
 
     checkout_key = checkout_claim_key(checkout)
     address_key = address_claim_key(checkout.email)

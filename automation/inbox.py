@@ -5,7 +5,6 @@ backlog is worked off in batches: `handling.BATCH_HANDLERS`) and never call back
 inbox records what they return, in their transaction, and schedules their follow-ups.
 """
 
-import contextlib
 import functools
 import logging
 import re
@@ -18,8 +17,10 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from . import ads, alerts, rows, scheduling
+from .db_timeouts import intake_transaction
 from .exceptions import InvalidPayload, PermanentError
 from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
 from .log_context import delivery_context
@@ -51,11 +52,11 @@ def record(incoming: Incoming) -> Recorded | None:
     """
     invalid = bool(incoming.invalid_reason)
     status = Status.INVALID if invalid else Status.RECEIVED
-    # A lone INSERT commits by itself: no BEGIN/COMMIT round trips on the hot path. Inside a
-    # caller's transaction a savepoint keeps an IntegrityError from poisoning it.
-    guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+    # Short lock and statement limits (db_timeouts): a locked table costs the sender a fast 503
+    # and a retry, not a worker held past its 5 s. Inside a caller's transaction a savepoint
+    # keeps an IntegrityError from poisoning it.
     try:
-        with guard:
+        with intake_transaction():
             pk = rows.insert(
                 Delivery,
                 source=incoming.source,
@@ -70,8 +71,8 @@ def record(incoming: Incoming) -> Recorded | None:
                 last_error=incoming.invalid_reason,
                 processed_at=timezone.now() if invalid else None,
             )
-        if not invalid:
-            transaction.on_commit(lambda: scheduling.enqueue_delivery(pk))
+            if not invalid:
+                transaction.on_commit(lambda: scheduling.enqueue_delivery(pk))
     except IntegrityError:
         if not _count_duplicate(incoming):
             raise
@@ -91,7 +92,8 @@ def _count_duplicate(incoming: Incoming) -> bool:
             topic=incoming.topic,
             webhook_id=incoming.webhook_id,
         )
-    return same.update(duplicate_count=F("duplicate_count") + 1) > 0
+    with intake_transaction():
+        return same.update(duplicate_count=F("duplicate_count") + 1) > 0
 
 
 # How many rows of each kind one sweep looks at (one Redis round trip per kind): a backlog is
@@ -119,24 +121,57 @@ def sweep() -> int:
     # Hand back jobs whose worker died (RQ would otherwise wait for its next maintenance).
     default_queue().started_job_registry.cleanup()
     now = timezone.now()
-    stuck_before = now - timedelta(seconds=settings.DELIVERY_JOB_TIMEOUT * 2)
-    Delivery.objects.filter(
-        status=Status.PROCESSING, processing_started_at__lt=stuck_before
-    ).update(status=Status.RECEIVED)
+    _fail_abandoned(now)
     settled_before = now - timedelta(seconds=settings.DELIVERY_SWEEP_AFTER)
     waiting = Delivery.objects.filter(
         status=Status.RECEIVED, received_at__lt=settled_before
     ).order_by("received_at")  # the (status, received_at) index
-    enqueued = sum(
-        scheduling.enqueue_delivery(pk)
-        for pk in _without_live_job(list(waiting.values_list("pk", flat=True)[:SWEEP_BATCH]))
-    )
+    candidates = dict(waiting.values_list("pk", "attempts")[:SWEEP_BATCH])
+    limit = scheduling.delivery_attempt_limit()
+    enqueued = 0
+    for pk in _without_live_job(list(candidates)):
+        attempts = candidates[pk]
+        if attempts >= limit:  # handed back after its last claim: no attempt is left
+            enqueued += _dead_at_limit(pk, Status.RECEIVED, attempts)
+        else:  # a handed-back row keeps the attempts it has spent
+            enqueued += scheduling.enqueue_delivery(pk, attempts_made=attempts)
     resumed = _resume_failed(now, settled_before)
     if enqueued or resumed:
         logger.info(
             "sweeper enqueued %s waiting and resumed %s failed deliveries", enqueued, resumed
         )
     return enqueued + resumed
+
+
+# What a row left `processing` by a job that never finished says: the worker was killed (out of
+# memory, a deploy, a host gone) or the job ran past its timeout. Shown in the admin.
+STOPPED_MID_JOB = gettext_lazy(
+    "the worker stopped while processing this delivery (killed, out of memory or past its timeout)"
+)
+
+
+def _fail_abandoned(now: datetime) -> None:
+    """Rows `processing` past their lease: their job's worker died without recording anything.
+
+    Each was claimed, so its attempt counts: below the limit the row goes `failed` and
+    `_resume_failed` gives it the retries it has left, after their waits; at the limit it goes
+    `dead` with one alert. Handing it back as `received` with a fresh retry table let a body
+    that kills its worker (one too large for its memory) be claimed again without end.
+    """
+    stuck_before = now - timedelta(seconds=settings.DELIVERY_JOB_TIMEOUT * 2)
+    abandoned = Delivery.objects.filter(
+        status=Status.PROCESSING, processing_started_at__lt=stuck_before
+    )
+    limit = scheduling.delivery_attempt_limit()
+    # Failed when its attempt started (the latest moment known alive): its retry wait counts
+    # from there, so a short one has passed already and the same sweep resumes it.
+    abandoned.filter(attempts__lt=limit).update(
+        status=Status.FAILED,
+        last_error=str(STOPPED_MID_JOB),
+        processed_at=F("processing_started_at"),
+    )
+    for pk, attempts in abandoned.values_list("pk", "attempts")[:SWEEP_BATCH]:
+        _dead_at_limit(pk, Status.PROCESSING, attempts, error=str(STOPPED_MID_JOB))
 
 
 def _resume_failed(now: datetime, settled_before: datetime) -> int:
@@ -156,18 +191,21 @@ def _resume_failed(now: datetime, settled_before: datetime) -> int:
     for pk, attempts, failed_at in candidates:
         if pk not in lost:
             continue
-        if attempts > len(intervals):
-            resumed += _dead_after_lost_retry(pk, attempts)
+        if attempts >= scheduling.delivery_attempt_limit():
+            resumed += _dead_at_limit(pk, Status.FAILED, attempts)
         elif now >= failed_at + timedelta(seconds=intervals[max(attempts, 1) - 1]):
             resumed += scheduling.enqueue_delivery(pk, attempts_made=attempts)
     return resumed
 
 
-def _dead_after_lost_retry(delivery_id: int, attempts: int) -> bool:
+def _dead_at_limit(delivery_id: int, status: str, attempts: int, *, error: str = "") -> bool:
     """Every attempt was made: `dead`, and the row count lets only one sweeper alert."""
-    went_dead = Delivery.objects.filter(
-        pk=delivery_id, status=Status.FAILED, attempts=attempts
-    ).update(status=Status.DEAD, processed_at=timezone.now())
+    changes: dict = {"status": Status.DEAD, "processed_at": timezone.now()}
+    if error:
+        changes["last_error"] = error
+    went_dead = Delivery.objects.filter(pk=delivery_id, status=status, attempts=attempts).update(
+        **changes
+    )
     if went_dead:
         delivery = Delivery.objects.get(pk=delivery_id)
         logger.error(
@@ -180,6 +218,8 @@ def _dead_after_lost_retry(delivery_id: int, attempts: int) -> bool:
 def replay(delivery_ids: Iterable[int]) -> int:
     """Send failed, dead or refused deliveries through the same path again; returns how many.
 
+    The merchant's replay is a fresh start: the row's attempts begin at 0 again.
+
     A refused one (a `shop/redact` whose uninstall could not be confirmed) is checked anew.
     """
     replayed = 0
@@ -187,7 +227,7 @@ def replay(delivery_ids: Iterable[int]) -> int:
         with transaction.atomic():
             taken = Delivery.objects.filter(
                 pk=delivery_id, status__in=[Status.FAILED, Status.DEAD, Status.REFUSED]
-            ).update(status=Status.RECEIVED, last_error="")
+            ).update(status=Status.RECEIVED, last_error="", attempts=0)
             if taken:
                 replayed += 1
                 transaction.on_commit(lambda pk=delivery_id: _enqueue_unless_alive(pk))
@@ -206,7 +246,8 @@ def claim(delivery_id: int) -> Delivery | None:
     """Move a `received` or `failed` row to `processing` and load it, in one statement.
 
     The conditional UPDATE decides who processes the delivery; RETURNING spares the worker a
-    second round trip to load the row it just claimed.
+    second round trip to load the row it just claimed. Every claim counts an attempt, and a row
+    whose attempts are spent is not claimed again (the sweeper ends it `dead`).
     """
     claimed = rows.execute(
         _claim_sql(),
@@ -216,6 +257,7 @@ def claim(delivery_id: int) -> Delivery | None:
             delivery_id,
             Status.RECEIVED,
             Status.FAILED,
+            scheduling.delivery_attempt_limit(),
         ],
     )
     return rows.load(Delivery, claimed[0]) if claimed else None
@@ -231,7 +273,7 @@ def _claim_sql() -> str:
     return (
         f"UPDATE {connection.ops.quote_name(Delivery._meta.db_table)} "  # noqa: S608 (model names)
         "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
-        "WHERE id = %s AND status IN (%s, %s) "
+        "WHERE id = %s AND status IN (%s, %s) AND attempts < %s "
         f"RETURNING {rows.columns(Delivery)}"
     )
 
@@ -250,14 +292,16 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     the outcome's follow-ups are scheduled after that commit. Safe to run twice: only a
     `received` or `failed` row can be claimed. A handler exception (or an outcome's `retry`,
     raised once its effects committed) leaves the row `failed` and propagates so RQ retries;
-    on the final attempt, or for a permanent error, the row goes `dead` and the merchant gets
-    one alert.
+    on the final attempt (RQ's last, or the row's attempts at the limit), or for a permanent
+    error, the row goes `dead` and the merchant gets one alert.
     """
     delivery = claim(delivery_id)
     if delivery is None:
         # Debug, not info: in a burst most jobs find their delivery taken by another's batch.
         logger.debug("delivery %s not claimable (already taken or finished)", delivery_id)
         return "skipped"
+    # The row's count decides too: RQ's retries start afresh when a job is enqueued again.
+    final_attempt = final_attempt or delivery.attempts >= scheduling.delivery_attempt_limit()
     batching = BATCH_HANDLERS.get((delivery.source, delivery.topic))
     if batching is not None:
         return _process_batch(delivery, batching, final_attempt=final_attempt)
@@ -318,7 +362,8 @@ def _process_batch(leader: Delivery, batching: Batching, *, final_attempt: bool)
     outcomes, so no job holds two groups' locks at once: the leader's group first, then the
     others in key order while the job's time allows one more Ads call. Followers the job
     does not finish (no time left, or it stopped on an error) go back to `received`, their
-    attempt not counted, for their own jobs or the sweeper.
+    attempt counted (a follower that stopped the job must not be taken along for ever), for
+    their own jobs or the sweeper.
     """
     followers = claim_backlog(leader)
     unfinished = {delivery.pk for delivery in followers}
@@ -403,14 +448,14 @@ def _follower_failed(delivery: Delivery, err: Exception) -> None:
 
 
 def _hand_back(delivery_ids: set[int]) -> None:
-    """Return followers this job claimed but did not finish to `received`, uncounted.
+    """Return followers this job claimed but did not finish to `received`; the claim counted.
 
     Best effort: when even this fails (the database went away), the rows stay `processing`
     and the sweeper hands them back after 2 × DELIVERY_JOB_TIMEOUT.
     """
     try:
         Delivery.objects.filter(pk__in=delivery_ids, status=Status.PROCESSING).update(
-            status=Status.RECEIVED, attempts=F("attempts") - 1, processing_started_at=None
+            status=Status.RECEIVED, processing_started_at=None
         )
     except Exception:
         logger.exception(
@@ -423,23 +468,29 @@ def _hand_back(delivery_ids: set[int]) -> None:
 def claim_backlog(leader: Delivery) -> list[Delivery]:
     """Claim the deliveries of the leader's shop and topic that wait for their job.
 
-    Up to DELIVERY_BATCH_SIZE − 1, oldest first; on PostgreSQL rows another job is claiming
-    are skipped (`SKIP LOCKED`), so two jobs never wait for each other here. Each claimed
-    row counts an attempt, as its own job's claim would have.
+    Up to DELIVERY_BATCH_SIZE − 1, oldest first, and only while their stored bodies and the
+    leader's stay within DELIVERY_BATCH_MAX_BYTES: the sizes are read from the rows
+    (`octet_length`), not by loading the bodies. On PostgreSQL rows another job is claiming
+    are skipped (`SKIP LOCKED`), so two jobs never wait for each other here. Each claimed row
+    counts an attempt, as its own job's claim would have; a row with only its last attempt
+    left is not taken along, so that attempt is its own job's.
     """
     limit = settings.DELIVERY_BATCH_SIZE - 1
-    if limit < 1:
+    budget = settings.DELIVERY_BATCH_MAX_BYTES - len(leader.body or b"")
+    if limit < 1 or budget < 1:
         return []
     claimed = rows.execute(
         _claim_backlog_sql(),
         [
-            Status.PROCESSING,
-            connection.ops.adapt_datetimefield_value(timezone.now()),
             leader.source,
             leader.shop_domain,
             leader.topic,
             leader.pk,
+            scheduling.delivery_attempt_limit() - 1,
             limit,
+            budget,
+            Status.PROCESSING,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
         ],
     )
     return [rows.load(Delivery, row) for row in claimed]
@@ -456,12 +507,21 @@ def _claim_backlog_sql() -> str:
     skip_locked = (
         " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     )
+    # The candidates are locked first, then summed: PostgreSQL refuses FOR UPDATE together
+    # with a window function in one SELECT. octet_length() of a bytea reads the stored size
+    # without detoasting the value (byteaoctetlen calls toast_raw_datum_size,
+    # src/backend/utils/adt/varlena.c), so no body is read before it is claimed.
     return (
-        f"UPDATE {table} "  # noqa: S608 (model names; the status is one of the model's choices)
+        "WITH candidates AS ("  # noqa: S608 (model names; the status is one of the model's choices)
+        f"SELECT id, COALESCE(octet_length(body), 0) AS size FROM {table} "
+        f"WHERE status = '{Status.RECEIVED.value}' "
+        "AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s AND attempts < %s "
+        f"ORDER BY id LIMIT %s{skip_locked}), "
+        "within AS (SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY id) AS running "
+        "FROM candidates) AS summed WHERE running <= %s) "
+        f"UPDATE {table} "
         "SET status = %s, attempts = attempts + 1, processing_started_at = %s "
-        f"WHERE id IN (SELECT id FROM {table} WHERE status = '{Status.RECEIVED.value}' "
-        "AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s "
-        f"ORDER BY id LIMIT %s{skip_locked}) "
+        "WHERE id IN (SELECT id FROM within) "
         f"RETURNING {rows.columns(Delivery)}"
     )
 

@@ -56,8 +56,13 @@ def sweep_deliveries() -> int:
 
 @_job
 def evaluate_checkout(checkout_id: int, version: str) -> str:
-    """Decide about one checkout version and send at most one reminder."""
-    return checkouts.evaluate(checkout_id, datetime.fromisoformat(version))
+    """Decide about one checkout version and send at most one reminder; the last RQ attempt
+    skips a reminder whose vendor could not say whether the buyer paid meanwhile."""
+    job = get_current_job()
+    final_attempt = job is None or not job.retries_left
+    return checkouts.evaluate(
+        checkout_id, datetime.fromisoformat(version), final_attempt=final_attempt
+    )
 
 
 def evaluation_gave_up(job: Job, connection, exc_type, exc_value, traceback) -> None:

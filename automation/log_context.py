@@ -1,10 +1,13 @@
-"""Log records that carry the delivery being processed, and never a full e-mail address."""
+"""Log records that carry the delivery being processed, and never a full e-mail address or a
+secret."""
 
 import contextvars
 import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from .masking import mask_secrets
 
 current_delivery: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "current_delivery", default=None
@@ -44,4 +47,16 @@ class RedactEmailsFilter(logging.Filter):
         redacted = redact_emails(message)
         if redacted != message:
             record.msg, record.args = redacted, None
+        return True
+
+
+class MaskSecretsFilter(logging.Filter):
+    """A safety net like RedactEmailsFilter: a library that logs a vendor's text (the Google Ads
+    client logs every fault message) leaves no token in the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_secrets(message)
+        if masked != message:
+            record.msg, record.args = masked, None
         return True

@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from . import alerts, checkouts
+from .masking import mask_secrets
 from .models import (
     AdGroup,
     AdGroupAction,
@@ -87,7 +88,7 @@ def failing_nightly_run() -> Notice | None:
     run = ReconcileRun.objects.exclude(status=ReconcileRun.Status.RUNNING).first()
     if run is None or run.status != ReconcileRun.Status.ERRORS:
         return None
-    first = str(run.errors[0]) if run.errors else ""
+    first = mask_secrets(str(run.errors[0])) if run.errors else ""  # stored vendor text
     text = _("The nightly check on %(date)s could not reach everything it needs: %(error)s") % {
         "date": formats.date_format(run.local_date, "SHORT_DATE_FORMAT"),
         "error": first[:200],

@@ -46,12 +46,21 @@ def job_id_for(delivery_id: int) -> str:
     return f"delivery-{delivery_id}"
 
 
+def delivery_attempt_limit() -> int:
+    """How many times a delivery may be claimed in all: the first attempt and one per retry wait.
+
+    The row's `attempts` counts every claim (a job's, a batch's, one a dead worker left
+    behind), so the limit holds even when RQ's own retry count starts afresh.
+    """
+    return 1 + len(settings.DELIVERY_RETRY_INTERVALS)
+
+
 def enqueue_delivery(delivery_id: int, *, attempts_made: int = 0) -> bool:
     """Put the delivery's job on the queue; on a Redis outage the row waits for the sweeper.
 
-    `attempts_made` > 0 resumes a delivery whose RQ retries Redis lost: the job gets only the
-    retries (and their intervals) that were left, so the row still goes `dead` after
-    1 + len(DELIVERY_RETRY_INTERVALS) attempts in all.
+    `attempts_made` > 0 resumes a delivery whose RQ retries were lost (Redis restarted empty, a
+    worker died mid-job): the job gets only the retries (and their intervals) that were left,
+    so the row still goes `dead` after `delivery_attempt_limit()` attempts in all.
     """
     intervals = list(settings.DELIVERY_RETRY_INTERVALS)[attempts_made:]
     queue = default_queue()

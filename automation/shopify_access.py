@@ -81,8 +81,12 @@ def missing_settings() -> str:
     )
 
 
-def token_source() -> TokenSource | None:
-    """The Admin API token for this configuration, or None when not configured."""
+def token_source(*, interactive: bool = False) -> TokenSource | None:
+    """The Admin API token for this configuration, or None when not configured.
+
+    `interactive`: a token fetched for a page the merchant waits on is one request of
+    VENDOR_INTERACTIVE_TIMEOUT seconds, like the page's own queries.
+    """
     kind = access()
     if kind is Access.STATIC:
         return StaticToken(settings.SHOPIFY_ADMIN_TOKEN)
@@ -95,6 +99,11 @@ def token_source() -> TokenSource | None:
             cache_key=token_cache_key(),
             credentials_hint=CREDENTIALS_HINT,
             on_fetch=_log_fetch,
+            **(
+                {"timeout": settings.VENDOR_INTERACTIVE_TIMEOUT, "attempts": 1}
+                if interactive
+                else {}
+            ),
         )
     return None
 
@@ -103,10 +112,16 @@ def admin_shop_domain() -> str:
     """The shop the configured Admin API credentials belong to (lower case).
 
     A static token, and a client-credentials token, opens exactly one shop: the one at
-    SHOPIFY_ADMIN_URL. `SHOPIFY_ADMIN_SHOP` names it where that URL is not the shop's own host.
+    SHOPIFY_ADMIN_URL. `SHOPIFY_ADMIN_SHOP` names it where that URL is not the shop's own host
+    (a proxy or a stand-in); without it, such a URL is the first of SHOPIFY_SHOP_DOMAINS's (the
+    URL's default is built from it).
     """
-    named = settings.SHOPIFY_ADMIN_SHOP or urlsplit(settings.SHOPIFY_ADMIN_URL).hostname or ""
-    return named.strip().lower()
+    if settings.SHOPIFY_ADMIN_SHOP:
+        return settings.SHOPIFY_ADMIN_SHOP.strip().lower()
+    host = (urlsplit(settings.SHOPIFY_ADMIN_URL).hostname or "").lower()
+    if host.endswith(".myshopify.com") or not settings.SHOPIFY_SHOP_DOMAINS:
+        return host
+    return settings.SHOPIFY_SHOP_DOMAINS[0].strip().lower()
 
 
 def holds_credentials_for(shop_domain: str) -> bool:
@@ -194,9 +209,10 @@ def admin_client(*, interactive: bool = False) -> ShopifyAdmin | None:
 
     `interactive` for a page the merchant waits on (the pickers, a save that asks Shopify): each
     request may take VENDOR_INTERACTIVE_TIMEOUT seconds and is not sent again after a network
-    error, so a slow Shopify holds the page, and the web worker, for seconds, not minutes.
+    error (the token fetch of a Dev Dashboard app included), so a slow Shopify holds the page,
+    and the web worker, for seconds, not minutes.
     """
-    tokens = token_source()
+    tokens = token_source(interactive=interactive)
     if tokens is None:
         return None
     if not interactive:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core import signing
-from django.db import DatabaseError
+from django.db import DatabaseError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
@@ -41,12 +41,28 @@ def _verify_and_record(
         return JsonResponse({"error": str(err)}, status=err.status)
     try:
         delivery = inbox.record(incoming)
+    except OperationalError as err:
+        # A lock or statement limit of the intake (db_timeouts), or the database unreachable:
+        # the sender retries. No traceback: this is the designed answer, not a bug.
+        logger.warning("could not store a %s delivery, answered 503: %s", incoming.source, err)
+        return _storage_unavailable()
     except DatabaseError:
         logger.exception("could not store a %s delivery", incoming.source)
-        return JsonResponse({"error": "storage unavailable, retry later"}, status=503)
+        return _storage_unavailable()
     if delivery is None:
         return JsonResponse({"status": "duplicate"})
     return JsonResponse({"status": delivery.status, "id": delivery.pk})
+
+
+# Seconds a sender is asked to wait after a 503. Shopify and Stripe keep their own retry
+# schedules; the header is for any other client and for people reading the answer.
+STORAGE_RETRY_AFTER = 10
+
+
+def _storage_unavailable() -> JsonResponse:
+    response = JsonResponse({"error": "storage unavailable, retry later"}, status=503)
+    response["Retry-After"] = str(STORAGE_RETRY_AFTER)
+    return response
 
 
 @csrf_exempt

@@ -6,6 +6,8 @@ from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.scheduler import RQScheduler
 from rq.worker import SimpleWorker
 
+from .db_timeouts import worker_timeouts
+
 
 class ParentBoundScheduler(RQScheduler):
     """RQ's scheduler process, ending soon after the worker that forked it is gone.
@@ -45,6 +47,9 @@ class Worker(SimpleWorker):
     cores, warm database connections and Google Ads client). Maintenance is what restarts the
     scheduler after a Redis restart and hands abandoned jobs of a killed worker back: ten
     minutes of waiting for that is too long for a sold-out product.
+
+    While it works, its database connections wait at most WORKER_DB_LOCK_TIMEOUT_MS for a lock
+    and WORKER_DB_STATEMENT_TIMEOUT_MS per statement (automation/db_timeouts.py).
     """
 
     def __init__(self, *args, **kwargs) -> None:
@@ -79,3 +84,7 @@ class Worker(SimpleWorker):
                     self.scheduler.register_death()
             else:
                 self.scheduler.start()
+
+    def work(self, *args: object, **kwargs: object) -> bool:
+        with worker_timeouts():
+            return super().work(*args, **kwargs)

@@ -244,11 +244,13 @@ def start_nginx(
     ready_path: str = "/bench/bare/",
     ready_statuses: tuple[int, ...] = (200,),
     name: str = "nginx",
+    webhooks_port: int | None = None,
 ) -> "Server":
     """The committed proxy config in front of 127.0.0.1:`upstream_port`; waits until it answers.
 
     The same template docker-compose.yml mounts, filled in as the image does, with the
-    upstream and the listening port being the only differences.
+    upstreams and the listening port being the only differences. `webhooks_port` is the
+    webhook pool's gunicorn; unset, one gunicorn serves both pools' paths.
     """
     binary = nginx_binary()
     if binary is None:
@@ -263,6 +265,7 @@ def start_nginx(
             {
                 **os.environ,  # the image fills in from the container's whole environment
                 "ELBKERZEN_UPSTREAM": f"127.0.0.1:{upstream_port}",
+                "ELBKERZEN_WEBHOOKS_UPSTREAM": f"127.0.0.1:{webhooks_port or upstream_port}",
                 "ELBKERZEN_LISTEN": str(port),
             },
         )

@@ -19,12 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
 
 from . import observe, payloads
 from .generator import LevelChange, Send
 
 BRAKE_WINDOW_MINUTES = 1
-ALERT_SUBJECT = "Safety brake"
+
+
+def _brake_subject() -> str:
+    """alerts.brake_engaged's subject, in the language alerts are written in."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return gettext("[Elbkerzen] Safety brake: pauses held")
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,10 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     # Every item, the removed ad group's too: it is skipped, so it is neither paused nor held.
     items = sorted({g.item for g in scenario.watched})
     ad_groups = [g.ad_group_id for g in scenario.watched if not g.broken]
-    end = time.time() - t0 + 3600  # later than every level of the day
-    _send_all(harness.base_url, _levels(items, scenario.locations[:1], 1000, end), t0)
+    # Dated when sent, as Shopify dates them: later than every level of the day (whose stream
+    # has ended), and not ahead of the clock, which the intake refuses (WEBHOOK_MAX_FUTURE_SECONDS).
+    restocked = time.time() - t0
+    _send_all(harness.base_url, _levels(items, scenario.locations[:1], 1000, restocked), t0)
     observe.wait_until_idle(redis, settle_timeout)
     _wait_window()
     with observe.db():
@@ -130,11 +140,13 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
         )
     calls_before = harness.ads.applied_calls
     mails_before = len(harness.mail.snapshot())
-    keys = _send_all(harness.base_url, _levels(items, scenario.locations, 0, end + 60), t0)
+    sold_out = max(time.time() - t0, restocked + 0.001)
+    keys = _send_all(harness.base_url, _levels(items, scenario.locations, 0, sold_out), t0)
     observe.wait_until_idle(redis, settle_timeout)
     time.sleep(1.0)  # the alert goes out after its commit
     pauses_sent = harness.ads.applied_calls - calls_before
-    alerts = sum(ALERT_SUBJECT in mail.subject for mail in harness.mail.snapshot()[mails_before:])
+    subject = _brake_subject()
+    alerts = sum(subject in mail.subject for mail in harness.mail.snapshot()[mails_before:])
     with observe.db():
         burst_rows = Delivery.objects.filter(webhook_id__in=keys)
         statuses = list(burst_rows.values_list("status", flat=True))

@@ -69,11 +69,15 @@ class Driver:
         t0: float,
         evaluated: Callable[[str], bool],
         threads: int = 16,
+        take_order: Callable[[OrderPlaced], None] | None = None,
     ) -> None:
         self.scenario = scenario
         self.base_url = base_url.rstrip("/")
         self.t0 = t0
         self.evaluated = evaluated
+        # The shop takes an order (Shopify's Admin API knows it) when the buyer pays, which is
+        # before its orders/create arrives, if it ever does.
+        self.take_order = take_order or (lambda order: None)
         self.records = {send.key: Record(send) for send in scenario.sends}
         self.known = {  # checkouts the system can know of: some version was not dropped
             send.event.token
@@ -109,6 +113,9 @@ class Driver:
         slots: list[tuple[float, list[Callable[[], None]]]] = []
         races: dict[int, list[Send]] = defaultdict(list)
         for send in self.scenario.sends:
+            event = send.event
+            if isinstance(event, OrderPlaced) and not event.after_evaluation:
+                slots.append((event.at, [lambda order=event: self.take_order(order)]))
             if send.dropped:
                 continue
             if send.race is not None:
@@ -127,7 +134,8 @@ class Driver:
         return slots
 
     def _slots_for(self, send: Send) -> list[tuple[float, list[Callable[[], None]]]]:
-        if isinstance(send.event, OrderPlaced) and send.event.after_evaluation:
+        if isinstance(send.event, OrderPlaced) and (send.event.after_evaluation or send.late):
+            # an order held back arrives after its checkout was judged, however late that is
             return [(send.at, [lambda: self._spawn_waiter(send)])]
         if send.copies > 1 and send.concurrent:
             barrier = threading.Barrier(send.copies)
@@ -159,7 +167,8 @@ class Driver:
         waiter.start()
 
     def _after_evaluation(self, send: Send) -> None:
-        """An order "after the reminder": wait until the checkout was judged, then send it."""
+        """An order "after the reminder", or one whose orders/create is held back: wait until
+        the checkout was judged, then send it."""
         assert isinstance(send.event, OrderPlaced)
         started = time.monotonic()
         judged = False
@@ -172,6 +181,8 @@ class Driver:
             record = self.records[send.key]
             record.waited_for_evaluation = round(time.monotonic() - started, 1)
             record.evaluated = judged if send.event.token in self.known else None
+        if send.event.after_evaluation:  # an order held back was taken when the buyer paid
+            self.take_order(send.event)
         for copy in range(1, send.copies + 1):
             self.deliver(send, copy)
 

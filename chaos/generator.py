@@ -406,6 +406,11 @@ def _with_faults(
 ) -> list[Send]:
     """Drop, duplicate (some concurrently), hold back until the end, and jitter within a window.
 
+    Held back: level changes (late_rate) and orders placed before the reminder of a checkout
+    with an address and consent (late_order_rate, the first such order always): their
+    orders/create arrives after the day and only once the checkout was judged (chaos/driver.py),
+    while Shopify's Admin API knows the order from the moment it was placed.
+
     The removed ad group's one level change is never dropped or held back, and always sent
     twice at once: however often it arrives, the ad group is marked missing with exactly one
     alert, and the delivery ends done (its item's other ad group set).
@@ -413,6 +418,16 @@ def _with_faults(
     jitter: dict[int, float] = {}
     late_at = params.duration + 1.0
     faulty = []
+    order_held = False
+    # Orders worth holding back: their checkout would get a reminder were the order not known.
+    newest: dict[str, CheckoutVersion] = {}
+    for send in sends:
+        event = send.event
+        if isinstance(event, CheckoutVersion) and event.version >= getattr(
+            newest.get(event.token), "version", 0
+        ):
+            newest[event.token] = event
+    remindable = {token for token, v in newest.items() if v.email and v.consent}
     for send in sends:
         if send.event is spared:
             faulty.append(replace(send, copies=2, concurrent=True))
@@ -425,6 +440,16 @@ def _with_faults(
             copies, concurrent = 2, rng.random() < 0.5
         is_level = isinstance(send.event, LevelChange)
         if is_level and send.race is None and rng.random() < params.late_rate:
+            at = round(late_at + rng.uniform(0, 2), 3)
+            faulty.append(replace(send, at=at, copies=copies, concurrent=concurrent, late=True))
+            continue
+        early_order = (
+            isinstance(send.event, OrderPlaced)
+            and not send.event.after_evaluation
+            and send.event.token in remindable
+        )
+        if early_order and (not order_held or rng.random() < params.late_order_rate):
+            order_held = True
             at = round(late_at + rng.uniform(0, 2), 3)
             faulty.append(replace(send, at=at, copies=copies, concurrent=concurrent, late=True))
             continue

@@ -28,10 +28,18 @@ import requests
 from redis import Redis
 
 from . import burst, observe, payloads, shop
-from .generator import Scenario, WatchedAdGroup
+from .generator import OrderPlaced, Scenario, WatchedAdGroup
 from .params import Params
 from .processes import ROOT, ChaosDatabase, PrivateRedis, Supervisor
-from .standins import SHOPIFY_TOKEN, ChaosAds, MailSink, free_port, shopify_admin
+from .standins import (
+    SHOPIFY_TOKEN,
+    STRIPE_API_KEY,
+    ChaosAds,
+    MailSink,
+    free_port,
+    shopify_admin,
+    stripe_api,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +120,7 @@ class Harness:
         self._cert = os.environ.get("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "")
         self._seed_google_ads()
         self.shopify = self._stack.enter_context(shopify_admin())
+        self.stripe, self.stripe_url = self._stack.enter_context(stripe_api())
         self.database.create()
         self.redis_server.start()
         env = self._environment()
@@ -197,6 +206,8 @@ class Harness:
             "DELIVERY_SWEEP_AFTER": str(SWEEP_AFTER),
             "SHOPIFY_ADMIN_URL": self.shopify.base_url,
             "SHOPIFY_ADMIN_TOKEN": SHOPIFY_TOKEN,
+            "STRIPE_API_URL": self.stripe_url,
+            "STRIPE_API_KEY": STRIPE_API_KEY,
             "LOG_LEVEL": "INFO" if self.params.verbose else "WARNING",
             "CHAOS_ADS_ENDPOINT": self.ads.endpoint,
             "CHAOS_RQ_MAINTENANCE_INTERVAL": str(self.params.maintenance_interval),
@@ -345,6 +356,16 @@ class Harness:
             rows.setdefault(item, []).append((location, available, payloads.iso(t0, at)))
         for item, levels in rows.items():
             self.shopify.add_item(item, *levels)
+
+    def take_order(self, order: OrderPlaced, t0: float) -> None:
+        """The buyer pays: from now on Shopify's Admin API has the order (its webhook may come
+        later or never). It carries the checkout's token; the day gives each address one
+        checkout, so the address adds nothing."""
+        self.shopify.add_order(
+            int(order.token[:12], 16),
+            checkout_token=order.token,
+            created_at=payloads.iso(t0, order.at),
+        )
 
     def reconcile(self) -> int:
         """`manage.py reconcile` (with the stand-in Ads client), as an operator would run it."""

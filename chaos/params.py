@@ -17,6 +17,9 @@ class Params:
     dup_rate: float = 0.10
     drop_rate: float = 0.05
     late_rate: float = 0.05
+    # share of the orders placed before their reminder whose orders/create arrives only after
+    # the reminder is due (Shopify's retries of a failed delivery); the first one always does
+    late_order_rate: float = 0.2
     window: float = 2.0
     transient_rate: float = 0.10
     long_rate_limit_rate: float = 0.0
@@ -59,6 +62,7 @@ def parse(argv: list[str] | None = None) -> Params:
     parser.add_argument("--dup-rate", type=float, default=default.dup_rate)
     parser.add_argument("--drop-rate", type=float, default=default.drop_rate)
     parser.add_argument("--late-rate", type=float, default=default.late_rate)
+    parser.add_argument("--late-order-rate", type=float, default=default.late_order_rate)
     parser.add_argument(
         "--window", type=float, default=default.window, help="shuffle window in seconds"
     )
@@ -115,6 +119,7 @@ def parse(argv: list[str] | None = None) -> Params:
         dup_rate=args.dup_rate,
         drop_rate=args.drop_rate,
         late_rate=args.late_rate,
+        late_order_rate=args.late_order_rate,
         window=args.window,
         transient_rate=args.transient_rate,
         long_rate_limit_rate=args.long_rate_limit_rate,
@@ -131,7 +136,14 @@ def parse(argv: list[str] | None = None) -> Params:
 
 def _check(parser: argparse.ArgumentParser, params: Params) -> None:
     """Refuse values the day cannot be laid out with."""
-    for name in ("dup_rate", "drop_rate", "late_rate", "transient_rate", "long_rate_limit_rate"):
+    for name in (
+        "dup_rate",
+        "drop_rate",
+        "late_rate",
+        "late_order_rate",
+        "transient_rate",
+        "long_rate_limit_rate",
+    ):
         if not 0 <= getattr(params, name) <= 0.5:
             parser.error(f"--{name.replace('_', '-')} must be between 0 and 0.5")
     if params.items < 2 or params.locations < 2 or params.checkouts < 0:

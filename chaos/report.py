@@ -12,16 +12,30 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
+
 from . import shop
 from .burst import BurstFacts
 from .driver import Record
-from .generator import LevelChange, Scenario
+from .generator import LevelChange, OrderPlaced, Scenario
 from .observe import Snapshot
 from .standins import Mail
 from .truth import MISSING, Truth
 
 UNFINISHED = {"received", "processing", "failed"}
-MISSING_ALERT = "[Elbkerzen] Ad group {label}: removed in Google Ads"  # alerts.ad_group_missing
+
+
+def _missing_alert(label: str) -> str:
+    """alerts.ad_group_missing's subject, in the language alerts are written in."""
+    from automation.models import AdGroup  # after chaos.observe has set Django up
+
+    with translation.override(settings.LANGUAGE_CODE):
+        return gettext("[Elbkerzen] Ad group %(name)s: %(state)s") % {
+            "name": label,
+            "state": AdGroup.Missing.REMOVED.label,
+        }
 
 
 @dataclass(frozen=True)
@@ -109,7 +123,7 @@ def build(
     report.sections.append(("Ads operations", _operations(facts)))
     if burst is not None:
         report.sections.append(("Mass sell-out (safety brake)", _burst(burst)))
-    report.sections.append(("Reminders", _reminders(truth, facts, report)))
+    report.sections.append(("Reminders", _reminders(scenario, truth, facts, report)))
     report.sections.append(("Faults applied", _faults(scenario, facts, report)))
     return report
 
@@ -222,7 +236,7 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
     }
     broken_rows = [row for row in snapshot.deliveries if _key_of(row) in broken_item_keys]
     broken_done = sum(row["status"] == "done" for row in broken_rows)
-    missing_alert = MISSING_ALERT.format(label=scenario.broken.label)
+    missing_alert = _missing_alert(scenario.broken.label)
     missing_alerts = sum(mail.subject == missing_alert for mail in _alerts(facts.mails))
     reconcile_alerts = sum("reconciliation" in mail.subject for mail in _alerts(facts.mails))
     other_alerts = [
@@ -284,7 +298,24 @@ def _alerts(mails: list[Mail]) -> list[Mail]:
     return [mail for mail in mails if shop.ALERT_EMAIL in mail.recipients]
 
 
-def _reminders(truth: Truth, facts: Facts, report: Report) -> list[Row]:
+def _paid_unseen(scenario: Scenario, mailed: dict[str, str]) -> Row:
+    """Buyers who paid before their reminder fell due while our inbox had not seen the order
+    (its orders/create held back past the due time, or dropped): Shopify knew, so no mail."""
+    unseen = {
+        f"shopify:{send.event.token}"
+        for send in scenario.sends
+        if isinstance(send.event, OrderPlaced)
+        and not send.event.after_evaluation
+        and (send.late or send.dropped)
+    }
+    return Row(
+        f"paid, orders/create late or lost ({len(unseen)}): reminders to them",
+        len(unseen & set(mailed)),
+        0,
+    )
+
+
+def _reminders(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -> list[Row]:
     by_email = {r.email: r for r in truth.reminders.values() if r.email}
     mails = [mail for mail in facts.mails if shop.ALERT_EMAIL not in mail.recipients]
     per_address = Counter(address for mail in mails for address in mail.recipients)
@@ -345,6 +376,7 @@ def _reminders(truth: Truth, facts: Facts, report: Report) -> list[Row]:
         Row("wrong arm", len(wrong_arm), 0),
         Row("addresses with more than one reminder", duplicates, 0),
         Row("reminders to addresses without consent", no_consent, 0),
+        _paid_unseen(scenario, mailed),
     ]
     if decided != mailed:
         rows.append(Row("decisions marked sent match the mails, arm by arm", False, True))

@@ -26,7 +26,13 @@ def run(params: Params) -> int:
         harness.create_promotion(t0)
         harness.start_faults(t0)
         mark = time.monotonic()
-        driver = Driver(scenario, harness.base_url, t0, evaluated=observe.evaluated)
+        driver = Driver(
+            scenario,
+            harness.base_url,
+            t0,
+            evaluated=observe.evaluated,
+            take_order=lambda order: harness.take_order(order, t0),
+        )
         driver.run()
         harness.join_faults()
         phases["stream"] = time.monotonic() - mark

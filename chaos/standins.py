@@ -26,6 +26,7 @@ from aiosmtpd.controller import Controller
 
 from tests.ads_standin import FAILURE_KEY, AdsStandIn, _failure, ads_errors
 from tests.shopify_standin import TOKEN, ShopifyStandIn
+from tests.support.vendors import STRIPE_KEY, StripeStandIn
 
 from . import shop
 
@@ -238,3 +239,13 @@ def shopify_admin() -> Iterator[ShopifyStandIn]:
 
 
 SHOPIFY_TOKEN = TOKEN
+STRIPE_API_KEY = STRIPE_KEY
+
+
+@contextlib.contextmanager
+def stripe_api() -> Iterator[tuple[StripeStandIn, str]]:
+    """Stripe's Checkout Sessions API: every session expired (the day's completed sessions
+    never fall due for a reminder, so no reminder asks about them)."""
+    standin = StripeStandIn()
+    with standin.serve() as base_url:
+        yield standin, base_url

@@ -141,13 +141,15 @@ def _reminders(scenario: Scenario) -> dict[str, Reminder]:
     orders_known: set[str] = set()
     stripe: dict[str, StripeSession] = {}
     for send in scenario.sends:
+        event = send.event
+        # Shopify knows an order from the moment it is placed, whether its orders/create
+        # arrives early, late or never: the reminder asks Shopify before it goes out.
+        if isinstance(event, OrderPlaced) and not event.after_evaluation:
+            orders_known.add(event.token)
         if send.dropped:
             continue
-        event = send.event
         if isinstance(event, CheckoutVersion):
             versions[event.token].append(event)
-        elif isinstance(event, OrderPlaced) and not event.after_evaluation:
-            orders_known.add(event.token)
         elif isinstance(event, StripeSession):
             stripe[event.session_id] = event
     reminders = {}

@@ -103,6 +103,25 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 # connection broken by a PostgreSQL restart fails one request (503: the sender retries) or one
 # job attempt (RQ retries), and Django drops it afterwards.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
+# Seconds to open a PostgreSQL connection (libpq's connect_timeout; at least 2).
+DATABASE_CONNECT_TIMEOUT = env.int("DATABASE_CONNECT_TIMEOUT", default=5)
+# PostgreSQL waits forever for a lock or a statement unless told (both default to 0). The
+# intake's write transaction waits at most INTAKE_DB_LOCK_TIMEOUT_MS for a lock and
+# INTAKE_DB_STATEMENT_TIMEOUT_MS per statement, then answers 503 (the sender retries, nothing
+# is lost) well within Shopify's 5 s; an RQ worker's connection gets the longer WORKER_* ones.
+# Milliseconds; 0 turns one off. automation/db_timeouts.py applies them.
+INTAKE_DB_LOCK_TIMEOUT_MS = env.int("INTAKE_DB_LOCK_TIMEOUT_MS", default=300)
+INTAKE_DB_STATEMENT_TIMEOUT_MS = env.int("INTAKE_DB_STATEMENT_TIMEOUT_MS", default=2000)
+WORKER_DB_LOCK_TIMEOUT_MS = env.int("WORKER_DB_LOCK_TIMEOUT_MS", default=30_000)
+WORKER_DB_STATEMENT_TIMEOUT_MS = env.int("WORKER_DB_STATEMENT_TIMEOUT_MS", default=120_000)
+for _name in (
+    "INTAKE_DB_LOCK_TIMEOUT_MS",
+    "INTAKE_DB_STATEMENT_TIMEOUT_MS",
+    "WORKER_DB_LOCK_TIMEOUT_MS",
+    "WORKER_DB_STATEMENT_TIMEOUT_MS",
+):
+    if vars()[_name] < 0:
+        raise ImproperlyConfigured(f"set {_name} to 0 (no limit) or a number of milliseconds")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg prepares a statement after this many runs on a connection; only the statements
     # `automation.rows` sends on psycopg's own cursor qualify (Django's cursors bind client-side
@@ -111,6 +130,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
         5 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
     )
+    # libpq waits forever for a server that accepts the connection and never answers.
+    DATABASES["default"]["OPTIONS"]["connect_timeout"] = DATABASE_CONNECT_TIMEOUT
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and cron share one file: wait for the writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -155,6 +176,12 @@ REST_FRAMEWORK = {
         "automation.api.permissions.ModelPermissions",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # DRF's defaults, with a JSON parser that answers absurd nesting with 400, not 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "automation.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Page size and its maximum: automation/api/pagination.py.
     "DEFAULT_PAGINATION_CLASS": "automation.api.pagination.LimitOffsetPagination",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -195,8 +222,30 @@ API_AUTH_FAILURE_WINDOW = env.int("API_AUTH_FAILURE_WINDOW", default=60)
 
 # --- Redis and RQ -------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+# django-rq builds the worker's and the dashboard's clients from the URL alone; redis-py reads
+# socket timeouts from its query (redis-py's `from_url`). RQ raises a worker's read timeout
+# above its blocking dequeue by itself (`BaseWorker._set_connection` in rq.worker.base).
+REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=1.0)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=5.0)
+
+
+def _with_timeouts(url: str) -> str:
+    """`url` with redis-py's socket timeouts in its query, unless it names them itself."""
+    wanted = {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+    }
+    extra = "&".join(f"{key}={value}" for key, value in wanted.items() if f"{key}=" not in url)
+    if not extra:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{extra}"
+
+
 RQ_QUEUES = {
-    "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env.int("RQ_DEFAULT_TIMEOUT", default=180)},
+    "default": {
+        "URL": _with_timeouts(REDIS_URL),
+        "DEFAULT_TIMEOUT": env.int("RQ_DEFAULT_TIMEOUT", default=180),
+    },
 }
 RQ_SHOW_ADMIN_LINK = True
 
@@ -208,6 +257,10 @@ STRIPE_WEBHOOK_TOLERANCE = env.int("STRIPE_WEBHOOK_TOLERANCE", default=300)
 # The Checkout Session metadata key carrying the shop's own marketing opt-in (true/yes/1/opt_in).
 STRIPE_CONSENT_METADATA_KEY = env.str("STRIPE_CONSENT_METADATA_KEY", default="marketing_consent")
 WEBHOOK_MAX_BODY_BYTES = env.int("WEBHOOK_MAX_BODY_BYTES", default=5 * 1024 * 1024)
+# A sender's timestamp (a level's, a product's, a checkout's `updated_at`, …) more than this many
+# seconds ahead of our clock is refused as invalid: the stale guards keep the newest one seen,
+# so a far-future one would freeze its item. Room for the senders' clock skew.
+WEBHOOK_MAX_FUTURE_SECONDS = env.int("WEBHOOK_MAX_FUTURE_SECONDS", default=300)
 # request.body refuses larger bodies with a 400 before our 413 check could answer.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(WEBHOOK_MAX_BODY_BYTES + 1, 2_621_440)
 # Waits between the attempts of a failing delivery job (RQ Retry); one more attempt than waits.
@@ -229,6 +282,11 @@ DELIVERY_SWEEP_AFTER = env.int("DELIVERY_SWEEP_AFTER", default=60)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=100)
 if DELIVERY_BATCH_SIZE < 1:
     raise ImproperlyConfigured("set DELIVERY_BATCH_SIZE to 1 (no batches) or more")
+# And takes followers along only while their stored bodies, with its own, stay within this many
+# bytes: a burst of large bodies is not loaded (and parsed) all at once by one worker.
+DELIVERY_BATCH_MAX_BYTES = env.int("DELIVERY_BATCH_MAX_BYTES", default=1024 * 1024)
+if DELIVERY_BATCH_MAX_BYTES < 1:
+    raise ImproperlyConfigured("set DELIVERY_BATCH_MAX_BYTES to 1 or more")
 # Raw bodies are dropped after this many days by the nightly run; the metadata stays.
 DELIVERY_RETENTION_DAYS = env.int("DELIVERY_RETENTION_DAYS", default=30)
 
@@ -275,6 +333,20 @@ GOOGLE_ADS_CUSTOMER_ID = env.str("GOOGLE_ADS_CUSTOMER_ID", default="").replace("
 # The SDK requires use_proto_plus; this one applies when the client is configured through
 # GOOGLE_ADS_* variables (a YAML file's own `use_proto_plus` key wins). Both settings work.
 GOOGLE_ADS_USE_PROTO_PLUS = env.bool("GOOGLE_ADS_USE_PROTO_PLUS", default=True)
+# The SDK reads its own secrets from the environment; they are listed here only so that a
+# vendor's error text is logged with them masked (automation/masking.py).
+GOOGLE_ADS_SECRETS = [
+    value
+    for value in (
+        env.str(name, default="")
+        for name in (
+            "GOOGLE_ADS_DEVELOPER_TOKEN",
+            "GOOGLE_ADS_CLIENT_SECRET",
+            "GOOGLE_ADS_REFRESH_TOKEN",
+        )
+    )
+    if value
+]
 # One status change: up to ADS_RETRIES + 1 calls of at most ADS_CALL_TIMEOUT seconds each, with
 # jittered waits of at most ADS_BACKOFF_CAP between them (worst case 5 × 20 s + 2 + 4 + 8 + 16 s).
 ADS_CALL_TIMEOUT = env.float("ADS_CALL_TIMEOUT", default=20.0)
@@ -300,8 +372,23 @@ SHOP_NAME = env.str("SHOP_NAME", default="Elbkerzen")
 SHOP_STOREFRONT_DOMAINS = [
     host.strip().lower() for host in env.list("SHOP_STOREFRONT_DOMAINS", default=[]) if host.strip()
 ]
-# Waits between attempts of a reminder evaluation whose mail could not be sent.
+# Waits between attempts of a reminder evaluation whose mail could not be sent, or that could not
+# ask Shopify or Stripe whether the buyer paid meanwhile: after the last one the reminder is
+# skipped with the reason (never sent unasked). The default gives up after about 21 minutes.
 REMINDER_RETRY_INTERVALS = env.list("REMINDER_RETRY_INTERVALS", cast=int, default=[60, 300, 900])
+# Seconds each question "did the buyer pay meanwhile?" may take per request (Shopify's Admin API
+# or Stripe's Checkout Sessions API); a job asks at most a few times, well inside its RQ timeout.
+REMINDER_PAID_CHECK_TIMEOUT = env.float("REMINDER_PAID_CHECK_TIMEOUT", default=8.0)
+if REMINDER_PAID_CHECK_TIMEOUT <= 0:
+    raise ImproperlyConfigured("set REMINDER_PAID_CHECK_TIMEOUT to a number of seconds above 0")
+# Whom a reminder asks before it goes out: `vendor` (Shopify or Stripe, always in production).
+# `stored` trusts our own records alone; only the demo history uses it, for a shop that does not
+# exist at Shopify and whose every order has passed through our inbox already. Not read from the
+# environment on purpose: a real shop never sends unasked.
+REMINDER_PAID_CHECK = "vendor"
+# Stripe's secret (or restricted, Checkout Sessions read) key, to ask whether a session was paid.
+STRIPE_API_KEY = env.str("STRIPE_API_KEY", default="")
+STRIPE_API_URL = env.str("STRIPE_API_URL", default="https://api.stripe.com").rstrip("/")
 
 # --- E-mail ---------------------------------------------------------------------------------
 # Which service sends: `smtp` (EMAIL_URL, the default) or the merchant's mail service through
@@ -371,6 +458,7 @@ LOGGING = {
     "filters": {
         "delivery": {"()": "automation.log_context.DeliveryIdFilter"},
         "redact": {"()": "automation.log_context.RedactEmailsFilter"},
+        "secrets": {"()": "automation.log_context.MaskSecretsFilter"},
     },
     "formatters": {
         "plain": {
@@ -386,7 +474,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["delivery", "redact"],
+            "filters": ["delivery", "redact", "secrets"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

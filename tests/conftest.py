@@ -5,12 +5,16 @@ import time
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.utils import translation
 from redis import Redis
 from rq import Queue, SimpleWorker
 
 from automation import ads, handling
 from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
+
+# `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile.
+pytest_plugins = ["tests.support.vendors"]
 
 # gRPC reads its TLS trust roots once, at the first channel: trust the stand-in's cert first.
 trust_standin_cert()
@@ -27,6 +31,14 @@ def _test_outbox_counts_as_mail_server(settings):
     """Django's test runner swaps in the in-memory mail backend, which production refuses
     (EMAIL_REQUIRE_SERVER); tests/test_mail_production.py turns the refusal back on."""
     settings.EMAIL_REQUIRE_SERVER = False
+
+
+@pytest.fixture(autouse=True)
+def _each_test_starts_in_the_default_language():
+    """A German request (LocaleMiddleware) leaves German active in its thread; a later test
+    that reads reason texts would see them in German."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture

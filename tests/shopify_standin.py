@@ -40,6 +40,8 @@ The inventory-level roots do not charge the objects nested in a level (`location
     shop { id name }                               requested = actual = 1
     productVariants(first: F, query:) { ... product inventoryItem }
         requested = 2 + 3 F                        actual = 2 + 3 × variants returned
+    orders(first: F, query:) { nodes { id createdAt } }
+        requested = 2 + F                          actual = 2 + orders returned
 
 The catalogue: `products` (add_product, or add_variant for a picker test) with their variants,
 each variant's inventory item `tracked` or not and its `inventoryPolicy`; an item's levels
@@ -59,6 +61,11 @@ Access: the static `token` (apps created in the Shopify admin; pass token="" to 
 and, when `client_id` is set, the client credentials grant at /admin/oauth/access_token, whose
 tokens really expire `token_lifetime` seconds (86399 by default, as Shopify documents) after
 they were issued, on the stand-in's clock. An unknown or expired token gets Shopify's 401.
+
+Orders (add_order): `orders(query:)` understands the filter our adapter writes and nothing
+else: `checkout_token:"…"`, `email:"…"` with `created_at:>="…"`, joined by AND inside
+parentheses and by OR (https://shopify.dev/docs/api/admin-graphql/latest/queries/orders,
+https://shopify.dev/docs/api/usage/search-syntax); e-mail compares case-insensitively.
 
 Webhook subscriptions: `subscriptions` are shop-scoped ones (created through the API; the
 `webhookSubscriptions` query lists them); `app_subscriptions` stand for the app-scoped ones
@@ -80,6 +87,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pytest_httpserver import HTTPServer
@@ -107,6 +115,7 @@ ROOT_FIELDS = (
     "products",
     "locations",
     "shop",
+    "orders",
 )
 MUTATION_COST = 10
 # The `shop` query answers the Shop of the token with any access scope; its `id` is a Shop gid
@@ -211,6 +220,8 @@ class ShopifyStandIn:
     # The catalogue: product id → Product (add_product, add_variant), location id → Location.
     products: dict[int, Product] = field(default_factory=dict)
     locations: dict[int, Location] = field(default_factory=dict)
+    # Orders the shop has taken (add_order), whether or not their webhook reached anyone.
+    orders: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.available = float(self.maximum_available)
@@ -248,7 +259,8 @@ class ShopifyStandIn:
 
     def script(self, *answers: Any) -> None:
         """Force the next answers to accepted tokens: "THROTTLED" (drains the bucket), "429" or
-        ("429", retry_after), an HTTP status such as 500 or 401, or "ok" (normal handling)."""
+        ("429", retry_after), an HTTP status such as 500 or 401, ("echo", status): an error
+        repeating the request's token, or "ok" (normal handling)."""
         self._script.extend(answers)
 
     def script_token(self, *answers: Any) -> None:
@@ -308,6 +320,20 @@ class ShopifyStandIn:
         location = Location(int(location_id), name, fulfills_online_orders, is_active, legacy)
         self.locations[location.id] = location
         return location
+
+    def add_order(
+        self, order_id: int, *, checkout_token: str = "", email: str = "", created_at: str
+    ) -> None:
+        """An order Shopify has (`created_at` ISO 8601), found by `orders(query:)`."""
+        with self._lock:
+            self.orders.append(
+                {
+                    "id": order_id,
+                    "checkout_token": checkout_token,
+                    "email": email,
+                    "created_at": created_at,
+                }
+            )
 
     @property
     def total_actual_cost(self) -> int:
@@ -416,6 +442,17 @@ class ShopifyStandIn:
             record.answer = "401"
             return _json({"errors": INVALID_TOKEN}, 401)
         scripted = self._script.popleft() if self._script else "ok"
+        if isinstance(scripted, tuple) and scripted[0] == "echo":
+            # Not Shopify's behaviour (its documented error answers carry no credentials:
+            # https://shopify.dev/docs/api/usage/response-codes), but what a broken upstream or
+            # proxy may do: an error whose text repeats the request's access token. A status of
+            # 200 answers it as a GraphQL error, any other as that HTTP status.
+            record.answer = f"echo {scripted[1]}"
+            token = request.headers.get("X-Shopify-Access-Token", "")
+            text = f"Request with access token {token} failed"
+            if scripted[1] == 200:
+                return _json({"errors": [{"message": text}]}, 200)
+            return _json({"errors": text}, scripted[1])
         if (isinstance(scripted, tuple) and scripted[0] == "429") or scripted == "429":
             record.answer = "429"
             headers = {}
@@ -493,6 +530,8 @@ class ShopifyStandIn:
             return 2 + _page_size(query, variables, "webhookSubscriptions")
         if root == "shop":
             return 1  # one object, scalars free
+        if root == "orders":
+            return 2 + _page_size(query, variables, "orders")
         if root == "productVariants":
             # a connection: 2 + first, and per variant its product and inventoryItem objects
             return 2 + _page_size(query, variables, "productVariants") * 3
@@ -540,6 +579,14 @@ class ShopifyStandIn:
                     for e in page["edges"]
                 ]
                 return {"productVariants": page}, 2 + 3 * len(page["edges"]), []
+            if root == "orders":
+                found = [o for o in self.orders if _order_matches(o, variables.get("query"))]
+                found = found[: _page_size(query, variables, "orders")]
+                nodes = [
+                    {"id": f"gid://shopify/Order/{o['id']}", "createdAt": o["created_at"]}
+                    for o in found
+                ]
+                return {"orders": {"nodes": nodes}}, 2 + len(nodes), []
             if root == "shop":
                 fields = {"id": f"gid://shopify/Shop/{self.shop_id}", "name": self.shop_name}
                 asked = {
@@ -934,3 +981,35 @@ def _term_matches(value: str, values: list[str]) -> bool:
         words = [w for v in values for w in [v.lower(), *v.lower().split()]]
         return any(w.startswith(prefix) for w in words)
     return any(value and value in v.lower() for v in values)
+
+
+_ORDER_TERM = re.compile(
+    r'checkout_token:"(?P<token>(?:[^"\\]|\\.)*)"'
+    r'|\(email:"(?P<email>(?:[^"\\]|\\.)*)" AND created_at:>="(?P<since>[^"]*)"\)'
+)
+
+
+def _unquote(value: str) -> str:
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def _order_matches(order: dict[str, Any], query: Any) -> bool:
+    """The adapter's `orders(query:)` filter: terms joined by OR (see the module docstring)."""
+    for term in str(query or "").split(" OR "):
+        match = _ORDER_TERM.fullmatch(term.strip())
+        if match is None:
+            raise ValueError(f"the stand-in does not understand the orders filter {term!r}")
+        if match["token"] is not None:
+            if order["checkout_token"] and order["checkout_token"] == _unquote(match["token"]):
+                return True
+        elif (
+            order["email"]
+            and order["email"].lower() == _unquote(match["email"]).lower()
+            and _iso(order["created_at"]) >= _iso(match["since"])
+        ):
+            return True
+    return False
+
+
+def _iso(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()

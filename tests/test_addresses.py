@@ -31,7 +31,7 @@ from tests.test_checkouts import (  # noqa: F401 (shop: a fixture, used by name)
     stripe_session,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 LOCAL_64 = "k" * MAX_LOCAL_PART_CHARS
 

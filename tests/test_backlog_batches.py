@@ -399,11 +399,11 @@ def test_a_followers_permanent_ads_error_goes_dead_with_one_alert(
     assert len([m for m in mail.outbox if "Delivery gave up" in m.subject]) == 1
 
 
-def test_items_the_jobs_time_does_not_allow_go_back_uncounted(
+def test_items_the_jobs_time_does_not_allow_go_back_counted(
     client, queue, winterzauber, monkeypatch
 ):
     """No time left for another Ads call: the job's own item is done, another item's delivery
-    goes back to `received` with no attempt counted, for its own job."""
+    goes back to `received` for its own job, the claim counted as an attempt."""
     monkeypatch.setattr(ads, "job_deadline", lambda: time.monotonic())
     other = send(client, 3, 9, item=OTHER_ITEM)
     leader = send(client, 5, 10)
@@ -411,7 +411,7 @@ def test_items_the_jobs_time_does_not_allow_go_back_uncounted(
 
     assert inbox.process(leader.pk, final_attempt=False) == Status.DONE
     other, same_item = refreshed(other, same_item)
-    assert (other.status, other.attempts, other.processing_started_at) == (Status.RECEIVED, 0, None)
+    assert (other.status, other.attempts, other.processing_started_at) == (Status.RECEIVED, 1, None)
     assert same_item.status == Status.DONE
 
 
@@ -431,4 +431,4 @@ def test_a_job_that_stops_on_an_error_hands_its_backlog_back(
         inbox.process(leader.pk, final_attempt=False)
 
     follower = Delivery.objects.get(pk=follower.pk)
-    assert (follower.status, follower.attempts) == (Status.RECEIVED, 0)
+    assert (follower.status, follower.attempts) == (Status.RECEIVED, 1)

@@ -10,6 +10,7 @@ from django.contrib.auth.models import Permission
 
 from automation.dashboard import demo
 from automation.dashboard.demo_history import create_demo
+from tests.support import people
 from tests.test_browser import CHROMIUM, SCREENSHOTS, browser  # noqa: F401 (fixture)
 from tests.test_chart_labels import _overlap
 
@@ -48,7 +49,12 @@ def test_the_demo_dashboard_in_chromium_has_no_overlapping_labels(
     user = django_user_model.objects.create_user(
         "inhaberin", password="kerzen-2026!", is_staff=True
     )
-    user.user_permissions.add(Permission.objects.get(codename="delete_watchedproduct"))
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="automation",
+            codename__in=[*people.DASHBOARD_READER, "delete_watchedproduct"],
+        )
+    )
     page = browser.new_page(locale="de-DE", viewport={"width": width, "height": 900})
     page.goto(f"{live_server.url}/admin/login/")
     page.fill("#id_username", "inhaberin")

@@ -25,7 +25,7 @@ from automation.sources import shopify_checkouts, stripe_checkouts
 from automation.sources.checkout_version import CheckoutVersion
 from tests.signing import post_shopify, post_stripe
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 SAMPLES = Path(checkouts.__file__).parent / "samples"
 # Stripe's own Checkout Session fixture, nulls included (its source: the README next to it).
@@ -138,7 +138,7 @@ def test_no_mail_without_consent_email_or_when_completed(client, run_worker, sho
 
 
 def test_order_before_the_evaluation_means_no_mail(client, run_worker, shop):
-    post_shopify(client, checkout_body(minutes_ago=-30), topic="checkouts/update")  # due in 90 min
+    post_shopify(client, checkout_body(minutes_ago=1), topic="checkouts/update")  # due in 59 min
     order = json.loads((SAMPLES / "shopify/orders_create.json").read_text())
     post_shopify(client, order, topic="orders/create")
     run_worker()
@@ -197,7 +197,7 @@ def test_a_checkout_that_keeps_changing_is_evaluated_once_after_it_settles(
 
 
 def test_evaluation_of_an_older_version_exits_quietly(client, run_worker, shop):
-    post_shopify(client, checkout_body(minutes_ago=-30), topic="checkouts/update")
+    post_shopify(client, checkout_body(minutes_ago=1), topic="checkouts/update")
     run_worker()
     checkout = CheckoutState.objects.get()
     older = checkout.updated_at - timedelta(minutes=5)
@@ -206,10 +206,10 @@ def test_evaluation_of_an_older_version_exits_quietly(client, run_worker, shop):
 
 
 def test_stale_checkout_message_is_marked_stale(client, run_worker, shop):
-    post_shopify(client, checkout_body(minutes_ago=-30), topic="checkouts/update")
-    post_shopify(client, checkout_body(minutes_ago=-20), topic="checkouts/update")
+    post_shopify(client, checkout_body(minutes_ago=1), topic="checkouts/update")
+    post_shopify(client, checkout_body(minutes_ago=3), topic="checkouts/update")
     run_worker()
-    post_shopify(client, checkout_body(minutes_ago=-25), topic="checkouts/update")
+    post_shopify(client, checkout_body(minutes_ago=2), topic="checkouts/update")
     run_worker()
     assert Delivery.objects.order_by("-pk").first().status == Delivery.Status.STALE
 

@@ -20,7 +20,7 @@ from automation.models import CheckoutState, Claim, Delivery, MarginRule, Remind
 from tests.signing import post_shopify
 from tests.test_checkouts import checkout_body
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 KILLED_WORKER = """
 import django, os
@@ -50,7 +50,13 @@ def test_worker_killed_after_the_claim_and_before_sending_sends_nothing(client, 
     post_shopify(client, checkout_body(), topic="checkouts/update")
     inbox.process(Delivery.objects.get().pk, final_attempt=False)  # schedules the evaluation
 
-    env = os.environ | {"DATABASE_URL": _database_url(), "REDIS_URL": django_settings.REDIS_URL}
+    env = os.environ | {
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": django_settings.REDIS_URL,
+        # the worker asks the test's Shopify stand-in whether the buyer paid (not_bought)
+        "SHOPIFY_ADMIN_URL": django_settings.SHOPIFY_ADMIN_URL,
+        "SHOPIFY_ADMIN_TOKEN": django_settings.SHOPIFY_ADMIN_TOKEN,
+    }
     worker = subprocess.run(
         [sys.executable, "-c", KILLED_WORKER], env=env, cwd=django_settings.BASE_DIR, timeout=60
     )

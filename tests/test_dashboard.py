@@ -19,6 +19,7 @@ from automation.models import (
     ReminderDecision,
     ReminderSettings,
 )
+from tests.support import people
 from tests.support.watching import watch
 
 # Until elbkerzen/urls.py routes the dashboard, the tests use a URLconf that adds it.
@@ -43,9 +44,8 @@ def winterzauber():
 
 
 @pytest.fixture
-def staff_client(client, django_user_model):
-    user = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
-    client.force_login(user)
+def staff_client(client):
+    client.force_login(people.staff(*people.DASHBOARD_READER))
     return client
 
 

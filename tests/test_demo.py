@@ -5,7 +5,6 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps
-from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -26,6 +25,7 @@ from automation.models import (
     StockLevel,
     WatchedProduct,
 )
+from tests.support import people
 from tests.support.watching import watch
 from tests.test_chart_labels import assert_no_overlap
 
@@ -177,10 +177,8 @@ def test_removal_keeps_a_real_item_labelled_demo_on_a_demo_inventory_item(redis)
 
 
 @pytest.fixture
-def remover(client, django_user_model):
-    user = django_user_model.objects.create_user("merchant", password="pw", is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="delete_watchedproduct"))
-    client.force_login(user)
+def remover(client):
+    client.force_login(people.staff(*people.DASHBOARD_READER, "delete_watchedproduct"))
     return client
 
 
@@ -202,14 +200,13 @@ def test_only_staff_allowed_to_delete_watched_products_may_remove_it(
     redis, client, django_user_model
 ):
     create_demo()
-    user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
-    client.force_login(user)
+    client.force_login(people.view_only())
 
     page = client.get(reverse("dashboard")).content.decode()
     assert 'id="demo"' in page
     assert reverse("dashboard-demo-remove") not in page
     assert client.post(reverse("dashboard-demo-remove")).status_code == 403
-    assert client.get(reverse("dashboard-demo-remove")).status_code == 405
+    assert client.get(reverse("dashboard-demo-remove")).status_code == 403
     assert demo.demo_present()
 
 

@@ -19,7 +19,9 @@ from django.conf import settings
 from bench.servers import NGINX_TEMPLATE, render_template
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_SERVICES = ("web", "worker", "cron")
+APP_SERVICES = ("web", "webhooks", "worker", "cron")
+# What Shopify, Stripe, the mail service and the probes call: the webhook pool serves it.
+WEBHOOK_POOL_PATHS = ("/webhooks/", "/anymail/", "/unsubscribe/", "/healthz", "/metrics")
 
 
 def dockerignore_patterns() -> list[tuple[bool, re.Pattern]]:
@@ -113,6 +115,7 @@ def test_only_the_proxy_is_published_gunicorn_is_not(compose):
     published = {name for name, service in services.items() if service.get("ports")}
     assert published == {"proxy"}
     assert services["web"].get("expose") == ["8000"]
+    assert services["webhooks"].get("expose") == ["8000"]
 
 
 def test_the_proxy_runs_the_committed_template_with_every_variable_set(compose):
@@ -125,15 +128,69 @@ def test_the_proxy_runs_the_committed_template_with_every_variable_set(compose):
     rendered = render_template(NGINX_TEMPLATE.read_text(), proxy["environment"])
     assert "${" not in rendered
     assert "server web:8000;" in rendered
+    assert "server webhooks:8000;" in rendered
     assert "listen 80 default_server;" in rendered
-    host, port = proxy["environment"]["ELBKERZEN_UPSTREAM"].split(":")
-    assert host == "web" and port in compose["services"]["web"]["expose"]
+    for variable, service in (
+        ("ELBKERZEN_UPSTREAM", "web"),
+        ("ELBKERZEN_WEBHOOKS_UPSTREAM", "webhooks"),
+    ):
+        host, port = proxy["environment"][variable].split(":")
+        assert host == service and port in compose["services"][service]["expose"]
+        assert service in proxy["depends_on"]
     assert proxy["ports"] == [f"80:{proxy['environment']['ELBKERZEN_LISTEN']}"]
+
+
+def nginx_directives(text: str) -> str:
+    """The config without its comments."""
+    return re.sub(r"#[^\n]*", "", text)
+
+
+def nginx_locations(text: str) -> dict[str, str]:
+    """`location` (with its modifier) → the upstream its proxy_pass names."""
+    text = nginx_directives(text)
+    return {
+        match.group(1).strip(): match.group(2)
+        for match in re.finditer(r"location\s+([^{]+?)\s*\{\s*proxy_pass http://(\w+);", text)
+    }
+
+
+def test_webhooks_and_probes_go_to_their_own_pool_everything_else_to_the_admins():
+    locations = nginx_locations(NGINX_TEMPLATE.read_text())
+    webhook_pool = {
+        location.removeprefix("= ")
+        for location, upstream in locations.items()
+        if upstream == "elbkerzen_webhooks"
+    }
+    assert webhook_pool == set(WEBHOOK_POOL_PATHS)
+    assert locations["= /healthz"] == locations["= /metrics"] == "elbkerzen_webhooks"  # exact
+    assert locations["/"] == "elbkerzen_web"
+    assert set(locations.values()) == {"elbkerzen_web", "elbkerzen_webhooks"}
+
+
+def test_the_webhook_pool_paths_are_the_services_own_urls():
+    """Every path routed to the webhook pool is one Django serves (or the mail webhooks')."""
+    from django.urls import Resolver404, resolve
+
+    for path in ("/webhooks/shopify/", "/webhooks/stripe/", "/unsubscribe/x/", "/healthz"):
+        resolve(path)
+    resolve("/metrics")
+    with pytest.raises(Resolver404):
+        resolve("/webhooks/admin/")
+
+
+def test_every_location_passes_the_forwarded_headers():
+    """proxy_set_header is inherited only by locations that set none of their own."""
+    text = nginx_directives(NGINX_TEMPLATE.read_text())
+    blocks = re.findall(r"location[^{]+\{([^}]*)\}", text)
+    assert len(blocks) == len(WEBHOOK_POOL_PATHS) + 1
+    for block in blocks:
+        assert "proxy_set_header" not in block, block
 
 
 def test_web_counts_the_address_the_proxy_saw(compose):
     """One proxy in front: throttling reads the caller from the X-Forwarded-For it sets."""
     assert compose["services"]["web"]["environment"]["TRUSTED_PROXY_COUNT"] == "1"
+    assert compose["services"]["webhooks"]["environment"]["TRUSTED_PROXY_COUNT"] == "1"
     assert "proxy_set_header X-Forwarded-For $remote_addr;" in NGINX_TEMPLATE.read_text()
 
 
@@ -168,7 +225,8 @@ def test_web_worker_and_cron_start_after_the_migration_has_finished(compose):
 def test_web_runs_the_images_gunicorn_command_with_its_timeout(compose):
     cmd = json.loads(dockerfile_line("CMD").removeprefix("CMD "))
     assert cmd[0] == "gunicorn" and "--timeout" in cmd
-    assert "command" not in compose["services"]["web"]  # the image's CMD, timeout included
+    for pool in ("web", "webhooks"):  # the image's CMD, timeout included
+        assert "command" not in compose["services"][pool], pool
 
 
 def test_web_worker_and_cron_share_one_prometheus_directory(compose):

@@ -14,7 +14,7 @@ from automation import checkouts
 from automation.decisions import DISCOUNT_COOLDOWN_DAYS, recent_discount
 from automation.models import CheckoutState, MarginRule, ReminderDecision, ReminderSettings
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("not_bought")]
 
 ADDRESS = "kundin@example.org"
 

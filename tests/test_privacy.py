@@ -395,8 +395,8 @@ def test_order_without_checkout_token_is_ignored_but_still_linked(client, run_wo
 
 
 def test_a_later_checkout_version_without_customer_keeps_its_pseudonyms(client, run_worker):
-    with_customer = checkout_body(minutes_ago=-30, customer=dict(KUNDIN))
-    guest_later = checkout_body(minutes_ago=-20, customer=None)
+    with_customer = checkout_body(minutes_ago=1, customer=dict(KUNDIN))
+    guest_later = checkout_body(minutes_ago=3, customer=None)
     post_shopify(client, with_customer, topic="checkouts/update")
     post_shopify(client, guest_later, topic="checkouts/update")
     run_worker()

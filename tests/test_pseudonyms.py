@@ -125,6 +125,16 @@ def migrate(target):
     return executor.loader.project_state([target]).apps
 
 
+@pytest.fixture
+def back_to_the_latest_schema():
+    """The test leaves the schema at AFTER; later migrations would be missing for every later
+    test on this database."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.usefixtures("back_to_the_latest_schema")
 def test_the_migration_rekeys_what_a_body_still_names_and_drops_the_rest(settings):
     settings.SECRET_KEY = NEW_KEY
     old = migrate(BEFORE)

@@ -22,7 +22,11 @@ from tests.test_checkouts import (  # noqa: F401 (shop: a fixture, used by name)
     stripe_expired,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("shop")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("shop"),
+    pytest.mark.usefixtures("not_bought"),
+]
 
 KEY = "b8f1c2e3d4a5f6e7"  # the recovery link's secret: never in a reason
 SHOP_LINK = f"https://{SHOP}/60673655038/checkouts/ac/c1/recover?key={KEY}"

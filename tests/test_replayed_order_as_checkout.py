@@ -17,7 +17,7 @@ from tests.signing import post_shopify
 from tests.test_checkouts import SAMPLES, checkout_body
 from tests.test_replayed_bodies import replay, snapshot
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 
 def real_order() -> dict:

@@ -34,8 +34,9 @@ from automation.models import (
 from automation.models.dashboard import DEFAULT_MANUAL_CHECK_HOURS
 from automation.sources.checkout_version import CheckoutVersion
 from tests.signing import post_shopify, post_stripe
+from tests.support import people
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 SAMPLES = Path(checkouts.__file__).parent / "samples"
 EMAIL = "kundin@example.com"
@@ -375,7 +376,7 @@ def history(db):
 def test_the_dashboard_shows_rates_intervals_uplift_and_which_probabilities_decide(
     client, django_user_model, history
 ):
-    client.force_login(django_user_model.objects.create_user("staff", is_staff=True))
+    client.force_login(people.staff("view_reminderdecision"))
 
     html = client.get(reverse("dashboard")).content.decode()
 
@@ -394,7 +395,7 @@ def test_the_dashboard_shows_rates_intervals_uplift_and_which_probabilities_deci
 def test_the_dashboard_says_why_measured_rates_are_not_used_yet(client, django_user_model, db):
     seed_decisions({"holdout": (40, 1), "plain": (150, 12), "discount": (150, 16)})
     use_measured(ReminderSettings.load())
-    client.force_login(django_user_model.objects.create_user("staff", is_staff=True))
+    client.force_login(people.staff("view_reminderdecision"))
 
     html = client.get(reverse("dashboard")).content.decode()
 

@@ -217,7 +217,7 @@ def test_a_hanging_shop_is_a_sentence_within_seconds(admin_client, settings):
         assert time.monotonic() - started < 2.0
         assert len(held) == 1
     assert "setup-result failed" in shopify
-    assert "Shopify could not be reached or answered with an error" in shopify
+    assert "Shopify did not answer within 0.5 seconds: try again in a minute." in shopify
 
 
 def test_testing_shopify_without_access_says_so(admin_client, no_connections):
@@ -295,10 +295,8 @@ def test_the_test_mail_waits_on_the_mail_server_for_seconds_only(admin_client, s
         started = time.monotonic()
         email = section(page(admin_client, action="email_test"), "email")
         assert time.monotonic() - started < 2.0
-    assert (
-        "setup-result failed" in email
-        and "The mail server refused or could not be reached" in email
-    )
+    assert "setup-result failed" in email
+    assert "The mail server did not answer within 0.5 seconds" in email
 
 
 def test_a_broken_mail_server_is_a_sentence(admin_client, settings):

@@ -239,3 +239,27 @@ def test_client_credentials_alone_count_as_configured_on_the_dashboard(settings)
     settings.SHOPIFY_CLIENT_SECRET = SECRET
 
     assert data.webhook_subscriptions(None).state == "unknown"  # configured, no run yet
+
+
+@pytest.mark.django_db
+def test_a_picker_waits_one_short_try_for_a_hanging_token_endpoint(settings, redis):
+    """A Dev Dashboard app's token is fetched while the page waits: one try of the page's
+    deadline, not the nightly run's three of 10 s."""
+    from automation.setup import pickers
+    from tests.support.hanging import hanging_server
+
+    with hanging_server() as (url, held):
+        settings.SHOPIFY_ADMIN_URL = url
+        settings.SHOPIFY_ADMIN_TOKEN = ""
+        settings.SHOPIFY_CLIENT_ID = CLIENT_ID
+        settings.SHOPIFY_CLIENT_SECRET = "dev-dashboard-secret"  # noqa: S105 (a test's)
+        settings.VENDOR_INTERACTIVE_TIMEOUT = 0.5
+
+        started = time.monotonic()
+        found = pickers.products("Nordlicht")
+        took = time.monotonic() - started
+
+        assert took < 1.5
+        assert found.results == []
+        assert found.hint.startswith("Shopify could not be reached or answered with an error")
+        assert len(held) == 1  # sent once

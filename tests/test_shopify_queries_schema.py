@@ -17,6 +17,7 @@ import itertools
 import os
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -192,6 +193,9 @@ def test_every_request_each_public_method_sends_validates_with_its_variables(sch
         "product_exists": lambda: admin.product_exists(7001),
         "inventory_level": lambda: admin.inventory_level(9000, 501),
         "shop_info": admin.shop_info,
+        "order_for_checkout": lambda: admin.order_for_checkout(
+            "tok-1", "anna@example.com", datetime(2026, 11, 2, tzinfo=UTC)
+        ),
         "list_webhook_subscriptions": lambda: (
             admin.list_webhook_subscriptions() + old_admin.list_webhook_subscriptions()
         ),

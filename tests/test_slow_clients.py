@@ -13,43 +13,27 @@ missing nginx fails the test instead.
 
 import asyncio
 import http.client
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
-from django.db import connection
 
-from bench.servers import Processes, Server, nginx_binary, start_gunicorn, start_nginx
+from bench.servers import Processes, Server, start_nginx
 from bench.slow_clients import LIMIT_S, attack, delivery
 from tests.signing import SECRET, SHOP
+from tests.support.stack import require_nginx, start_pool
 
 SLOW = 20  # five times the workers
 RATE = 10.0
 SECONDS = 4.0
 SETTLE = 1.5  # the slow clients have connected and sent their headers
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _nginx_installed() -> None:
-    if nginx_binary():
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail("nginx is missing under CI=true; .ci/run installs it (apt-get install nginx)")
-    pytest.skip("needs nginx (apt-get install nginx); CI installs it and runs this test")
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        if ":memory:" in db["NAME"]:
-            pytest.skip("needs a database file or server shared with gunicorn")
-        return f"sqlite:///{db['NAME']}"
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    require_nginx()
 
 
 @pytest.fixture
@@ -61,20 +45,7 @@ def processes(tmp_path: Path, redis) -> Iterator[Processes]:
 @pytest.fixture
 def gunicorn(processes: Processes, tmp_path: Path) -> Server:
     """The Dockerfile's gunicorn command in production mode, on the test database and Redis DB."""
-    (tmp_path / "prometheus").mkdir()
-    env = os.environ | {
-        "DJANGO_SETTINGS_MODULE": "elbkerzen.settings",
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": django_settings.REDIS_URL,
-        "DEBUG": "0",
-        "SECURE_SSL_REDIRECT": "false",  # nginx listens on plain HTTP here
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SHOPIFY_WEBHOOK_SECRETS": SECRET,
-        "SHOPIFY_SHOP_DOMAINS": SHOP,
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
-        "PYTHONPATH": str(ROOT),
-    }
-    return start_gunicorn(processes, env=env, ready_path="/healthz", ready_statuses=(200, 503))
+    return start_pool(processes, tmp_path)
 
 
 def test_behind_the_committed_nginx_config_every_webhook_is_answered_within_a_second(

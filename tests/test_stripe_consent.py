@@ -19,7 +19,7 @@ from automation.sources import stripe_checkouts
 from tests.signing import post_stripe
 from tests.test_checkouts import EMAIL, RECOVERY_URL, STRIPE_SESSION, stripe_event, stripe_session
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 NO_CONSENT = "no marketing consent"
 

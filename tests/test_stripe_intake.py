@@ -8,7 +8,7 @@ import pytest
 from automation.models import Delivery
 from tests.signing import STRIPE_SECRET, post_stripe, stripe_header
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 EVENT = {"id": "evt_1QdemoExpired0001", "type": "checkout.session.expired", "data": {}}
 

@@ -32,7 +32,11 @@ from tests.private_redis import PrivateRedis, needs_redis_server
 from tests.signing import post_shopify
 from tests.test_checkouts import EMAIL, checkout_body
 
-pytestmark = [pytest.mark.django_db(transaction=True), needs_redis_server]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    needs_redis_server,
+    pytest.mark.usefixtures("not_bought"),
+]
 
 Status = Delivery.Status
 

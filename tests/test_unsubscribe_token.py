@@ -22,7 +22,7 @@ from automation.reminder_mail import (
 from tests.signing import post_shopify
 from tests.test_checkouts import EMAIL, checkout_body, shop  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 ADDRESSES = [
     EMAIL,

@@ -325,6 +325,7 @@ def request_access_token(
     *,
     session: requests.Session | None = None,
     timeout: float = 10.0,
+    attempts: int = _TRANSPORT_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
     credentials_hint: str = "the app's client id and secret",
 ) -> AccessToken:
@@ -352,6 +353,7 @@ def request_access_token(
             sleep=sleep,
             what="Shopify's token endpoint",
             url=url,
+            attempts=attempts,
         )
     finally:
         if session is None:
@@ -422,8 +424,13 @@ class ClientCredentialsTokens:
         request: Callable[..., AccessToken] = request_access_token,
         credentials_hint: str = "the app's client id and secret",
         on_fetch: Callable[[AccessToken], None] | None = None,
+        timeout: float = 10.0,
+        attempts: int = _TRANSPORT_ATTEMPTS,
     ) -> None:
         self.base_url = base_url
+        # Each fetch: `attempts` requests of at most `timeout` seconds (a page: one short one).
+        self.timeout = timeout
+        self.attempts = attempts
         self.client_id = client_id
         self._client_secret = client_secret
         self._cache = cache
@@ -458,7 +465,12 @@ class ClientCredentialsTokens:
 
     def _fetch(self) -> str:
         token = self._request(
-            self.base_url, self.client_id, self._client_secret, credentials_hint=self._hint
+            self.base_url,
+            self.client_id,
+            self._client_secret,
+            credentials_hint=self._hint,
+            timeout=self.timeout,
+            attempts=self.attempts,
         )
         self.fetched += 1
         keep = token.expires_in - self._margin
@@ -589,6 +601,36 @@ ITEM_QUERY = f"""query InventoryItemLevels($id: ID!, $first: Int!, $after: Strin
 # https://shopify.dev/docs/api/admin-graphql/latest/objects/Shop). An object costs 1 point.
 SHOP_QUERY = "query ShopInfo { shop { id name } }"
 SHOP_COST = 1
+
+# Did the buyer pay meanwhile? `orders(query:)` filters by `checkout_token` ("Filter by the
+# checkout token's unique value, which references the checkout that's associated with an
+# order"), `email` and `created_at` in Shopify's search syntax, with OR and parentheses
+# (https://shopify.dev/docs/api/admin-graphql/latest/queries/orders,
+# https://shopify.dev/docs/api/usage/search-syntax); it needs the read_orders scope. Order has
+# no checkout token field before 2026-07 (https://shopify.dev/changelog/new-checkouttoken-field-
+# added-to-the-order-object), so the filter, not the answer, says which checkout matched. One
+# order is enough to know: a connection of 1 costs 2 + 1 points.
+ORDERS_FOR_CHECKOUT_QUERY = """query OrdersForCheckout($query: String!) {
+  orders(first: 1, query: $query) { nodes { id createdAt } }
+}"""
+ORDERS_FOR_CHECKOUT_COST = 2 + 1
+_SEARCH_QUOTED = re.compile(r'(["\\])')
+
+
+def _search_value(value: str) -> str:
+    """A value quoted for Shopify's search syntax, its quotes and backslashes escaped."""
+    return '"' + _SEARCH_QUOTED.sub(r"\\\1", value) + '"'
+
+
+def orders_for_checkout_search(token: str, email: str, since: datetime) -> str:
+    """The `orders(query:)` filter: the checkout's own order, or one from its address since."""
+    terms = []
+    if token:
+        terms.append(f"checkout_token:{_search_value(token)}")
+    if email:
+        stamp = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        terms.append(f"(email:{_search_value(email)} AND created_at:>={_search_value(stamp)})")
+    return " OR ".join(terms)
 
 
 # Picking a watched product: `productVariants(query:)` takes Shopify's search syntax; a bare term
@@ -1246,6 +1288,24 @@ class ShopifyAdmin:
         name = shop.get("name")
         return ShopInfo(id=_id_from_gid(shop["id"]), name=name if isinstance(name, str) else "")
 
+    def order_for_checkout(self, token: str, email: str, since: datetime) -> str | None:
+        """The gid of an order for this checkout, or from its address since `since`; None when
+        Shopify has none. Raises ShopifyAdminError when Shopify cannot answer."""
+        search = orders_for_checkout_search(token, email, since)
+        if not search:
+            raise ValueError("a checkout token or an e-mail address is needed")
+        data = self._execute(ORDERS_FOR_CHECKOUT_QUERY, {"query": search}, kind="orders")
+        connection = data.get("orders")
+        nodes = connection.get("nodes") if isinstance(connection, dict) else None
+        if not isinstance(nodes, list):
+            raise ShopifyAdminError("unexpected answer to orders: no nodes")
+        for node in nodes:
+            if isinstance(node, dict) and str(node.get("id", "")).startswith(
+                "gid://shopify/Order/"
+            ):
+                return str(node["id"])
+        return None
+
     # --- picking a product ---------------------------------------------------------------
 
     def search_variants(self, text: str, first: int = VARIANT_SEARCH_LIMIT) -> list[VariantChoice]:
@@ -1361,6 +1421,8 @@ class ShopifyAdmin:
             return 2 + first
         if kind == "shop":
             return SHOP_COST
+        if kind == "orders":
+            return ORDERS_FOR_CHECKOUT_COST
         if kind == "variants":
             return 2 + first * (1 + VARIANT_NESTED_OBJECTS)
         if kind == "products":

@@ -1,5 +1,6 @@
 """The pauses the safety brake held: list them, apply or discard all (held_changes.py decides)."""
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
@@ -8,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..models import HeldChange
+from ..setup import failures
 from ..stock import held_changes
 from .permissions import ChangePermission
 
@@ -70,7 +72,7 @@ class HeldChangeViewSet(viewsets.ReadOnlyModelViewSet):
     def apply_all(self, request: Request) -> Response:
         """Send every open held change's ad group the status its stock says now."""
         decided = held_changes.apply(held_changes.open_changes(), request.user)
-        return Response(vars(decided))
+        return Response(_answer(decided))
 
     @extend_schema(request=None, responses={200: _decided})
     @action(
@@ -82,4 +84,16 @@ class HeldChangeViewSet(viewsets.ReadOnlyModelViewSet):
     def discard_all(self, request: Request) -> Response:
         """Keep the ads as they are and close every open held change, recording who decided."""
         decided = held_changes.discard(held_changes.open_changes(), request.user)
-        return Response(vars(decided))
+        return Response(_answer(decided))
+
+
+def _answer(decided: held_changes.Decided) -> dict:
+    """What a decision did; each failure in our words (the Ads text goes to the log, masked)."""
+    return {
+        "decided": decided.decided,
+        "sent": decided.sent,
+        "errors": [
+            _("Ad group %(group)s: %(error)s") % {"group": group, "error": failures.explain(error)}
+            for group, error in decided.failures
+        ],
+    }

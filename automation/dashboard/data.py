@@ -23,6 +23,7 @@ from django.utils.translation import gettext_lazy
 
 from .. import checkouts, reconcile, shopify_access
 from ..decisions import CREDIBLE_LEVEL, NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
+from ..masking import mask_secrets
 from ..models import (
     AdGroupAction,
     DashboardSettings,
@@ -696,7 +697,7 @@ def webhook_subscriptions(run: ReconcileRun | None) -> SubscriptionHealth:
         return SubscriptionHealth(
             "missing",
             _("Could not be checked on %(date)s: %(error)s")
-            % {"date": run.local_date, "error": failures[0]},
+            % {"date": run.local_date, "error": mask_secrets(failures[0])},
         )
     if run.subscriptions_created:
         return SubscriptionHealth(

@@ -15,8 +15,6 @@ from decimal import Decimal
 
 from django.apps import apps
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponseRedirect
@@ -24,7 +22,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from .. import checkouts
+from .. import checkouts, page_access
 from ..models import (
     AdGroup,
     AdGroupAction,
@@ -50,8 +48,6 @@ DEMO_MARKER = "demo:history"
 """The claim that says the history exists; its unique key lets only one run create it."""
 DEMO_MARKER_TTL = timedelta(days=3650)
 DEMO_DISCOUNT_CODE = "DEMO10"
-DELETE_PERMISSION = "automation.delete_watchedproduct"
-"""Who may remove the demo: staff allowed to delete watched products (the demo's own ones)."""
 
 
 @dataclass(frozen=True)
@@ -207,16 +203,14 @@ def banner(request: HttpRequest) -> dict:
     present = demo_present()
     return {
         "present": present,
-        "can_remove": present and request.user.has_perm(DELETE_PERMISSION),
+        "can_remove": present and page_access.DEMO_REMOVE.allows(request.user),
     }
 
 
-@staff_member_required
+@page_access.requires(page_access.DEMO_REMOVE)
 @require_POST
 def remove_view(request: HttpRequest) -> HttpResponseRedirect:
     """Remove the demo history (POST, staff allowed to delete watched items)."""
-    if not request.user.has_perm(DELETE_PERMISSION):
-        raise PermissionDenied
     removed = remove_demo()
     if removed:
         messages.success(

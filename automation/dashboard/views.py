@@ -1,14 +1,19 @@
-"""The staff dashboard: one page of pictures over data.py's numbers, in the admin's frame."""
+"""The staff dashboard: one page of pictures over data.py's numbers, in the admin's frame.
+
+Each section shows only to users who may see the rows it summarises (page_access's table); a
+section nobody may see here is not even computed.
+"""
 
 from decimal import Decimal
 
 from django.contrib import admin
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
+from .. import page_access
+from ..masking import mask_secrets
 from ..models import Delivery, ReminderDecision
 from . import charts, data, demo
 
@@ -32,23 +37,38 @@ def _status_label(status: str) -> str:
     return str(dict(Delivery.Status.choices).get(status, status))
 
 
-@staff_member_required
+@page_access.requires(page_access.DASHBOARD)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Reaction to sell-outs, reminders and health, for staff; reads the database only."""
-    context = {**admin.site.each_context(request), "title": _("Dashboard"), **overview()}
+    """Reaction to sell-outs, reminders and health, as far as the user may see them; reads the
+    database only."""
+    shown = page_access.allowed(request.user, page_access.DASHBOARD_SECTIONS)
+    context = {
+        **admin.site.each_context(request),
+        "title": _("Dashboard"),
+        "shown": shown,
+        **overview(shown),
+    }
     context["demo"] = demo.banner(request)
     return render(request, "automation/dashboard.html", context)
 
 
-def overview() -> dict:
-    """The template's context: the numbers and their charts, section by section."""
+def overview(sections: frozenset[str] = frozenset(page_access.DASHBOARD_SECTIONS)) -> dict:
+    """The template's context for `sections`: the numbers and their charts, section by section."""
+    context: dict = {}
+    if "reaction" in sections:
+        context.update(reaction())
+    if "reminders" in sections:
+        context.update(reminders())
+    if "health" in sections:
+        context.update(health())
+    return context
+
+
+def reaction() -> dict:
+    """Sell-outs, how fast the ads stopped, and what that cost and saved."""
     by_hand = data.manual_check()
     sell_outs = data.sell_outs(by_hand=by_hand)
     comparison = data.reaction_comparison(sell_outs.measured, by_hand)
-    values = data.expected_values()
-    arms = data.decisions_by_arm()
-    deliveries = data.deliveries_by_day()
-    run = data.last_reconciliation()
     return {
         "reaction": data.reaction_summary(sell_outs, by_hand),
         "sell_outs": sell_outs.measured[:20],
@@ -65,6 +85,14 @@ def overview() -> dict:
             ],
             title=_("What the ads cost after a sell-out, per sell-out"),
         ),
+    }
+
+
+def reminders() -> dict:
+    """The reminder decisions by arm, their expected values and what they measurably did."""
+    values = data.expected_values()
+    arms = data.decisions_by_arm()
+    return {
         "reminder_values": values,
         "results": data.reminder_results(),
         "arms": arms,
@@ -98,6 +126,14 @@ def overview() -> dict:
             value_format=lambda v: data.format_euros(Decimal(str(v))),
             width=480,
         ),
+    }
+
+
+def health() -> dict:
+    """Deliveries per day and by status, dead letters, the last reconciliation."""
+    deliveries = data.deliveries_by_day()
+    run = data.last_reconciliation()
+    return {
         "deliveries": deliveries,
         "delivery_totals": [
             (_status_label(status), total, STATUS_COLORS.get(status, "#417690"))
@@ -119,5 +155,7 @@ def overview() -> dict:
         "dead_letters": data.dead_letters(),
         "dead_letters_url": data.dead_letters_url(),
         "run": run,
+        # what the run stored of vendor errors, never a secret a vendor echoed into them
+        "run_errors": [mask_secrets(str(error)) for error in run.errors] if run else [],
         "subscriptions": data.webhook_subscriptions(run),
     }

@@ -190,7 +190,8 @@ def google_ads_section() -> Section:
 
 
 def email(user_email: str) -> Section:
-    """How mail leaves (backend), who sends it, who gets alerts, where the test mail goes."""
+    """How mail leaves (backend), who sends it, where the test mail goes (who gets alerts:
+    `notifications`)."""
     section = Section("email", _("E-mail"))
     backend = settings.EMAIL_BACKEND
     sends = backend in MAIL_BACKENDS_THAT_SEND
@@ -223,9 +224,9 @@ def email(user_email: str) -> Section:
     return section
 
 
-def notifications(may_see_users: bool) -> Section:
+def notifications(show_addresses: bool) -> Section:
     """Who receives the alerts (ALERT_EMAILS, else the staff users' addresses); red when
-    nobody would. The addresses are shown only to who may see the users."""
+    nobody would. The addresses (people's) only with `show_addresses`, else their number."""
     section = Section("alerts", _("Alerts"))
     to = alerts.recipients()
     if settings.ALERT_EMAILS:
@@ -233,7 +234,7 @@ def notifications(may_see_users: bool) -> Section:
     else:
         source = _("the e-mail addresses of the staff users (ALERT_EMAILS is not set)")
     section.facts.append((_("Alerts go to"), source))
-    if may_see_users:
+    if show_addresses:
         shown = ", ".join(to) or _("nobody")
     else:
         shown = ngettext("%(count)d address", "%(count)d addresses", len(to)) % {"count": len(to)}
@@ -246,7 +247,7 @@ def notifications(may_see_users: bool) -> Section:
             )
         )
         section.links.append(Link(_("Enter your e-mail address"), reverse("setup-email")))
-        if may_see_users:
+        if show_addresses:
             section.links.append(
                 Link(_("Users and their addresses"), reverse("admin:auth_user_changelist"))
             )
@@ -288,12 +289,12 @@ def last_delivery(source: str) -> str:
     return f"{when} ({delivery.topic}, {delivery.get_status_display()})" if delivery else when
 
 
-def sections(user_email: str, may_see_users: bool = False) -> list[Section]:
+def sections(user_email: str, *, alert_recipients: bool = True) -> list[Section]:
     """Every section, in the order the merchant sets them up."""
     return [
         shopify(),
         google_ads_section(),
         email(user_email),
-        notifications(may_see_users),
+        notifications(alert_recipients),
         stripe(),
     ]

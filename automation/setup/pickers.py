@@ -28,7 +28,8 @@ from ..adapters.shopify_admin import ProductInfo, VariantInfo
 from ..models import Product, Variant
 from ..models.catalogue import DEFAULT_VARIANT_TITLE
 from ..stock import apply, catalogue
-from .probes import ad_group_status_text, explain
+from .failures import explain
+from .probes import ad_group_status_text
 
 MIN_QUERY_LENGTH = 2
 
@@ -241,7 +242,7 @@ def ad_groups(text: str) -> Found:
         groups = google_ads.search_ad_groups_for_picking(
             customer,
             text,
-            client=ads.google_client(),
+            client=ads.google_client_for_page(),
             timeout=settings.VENDOR_INTERACTIVE_TIMEOUT,
         )
     except Exception as err:  # noqa: BLE001

@@ -1,32 +1,24 @@
 """The set-up page's test buttons: each asks a vendor one harmless question.
 
-Every failure comes back as a sentence for the merchant (never a 500): our adapters' error types
-get their own words, anything unexpected is logged with its traceback and named by type only.
-Technical details from an error are shown in brackets; they never hold a secret (the adapters
-never put tokens or passwords into their messages). The merchant waits on each test: every call
-has VENDOR_INTERACTIVE_TIMEOUT seconds, like the pickers'.
+Every failure comes back as a sentence for the merchant (never a 500), our own per kind of
+failure (failures.explain): the vendor's text goes to the log, masked, never into the page. The
+merchant waits on each test: every call has VENDOR_INTERACTIVE_TIMEOUT seconds, like the pickers'.
 """
 
 from __future__ import annotations
 
-import logging
-import smtplib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import EmailMessage, get_connection
 from django.utils.translation import gettext as _
 
 from .. import ads, reconcile, shopify_access
 from ..adapters import google_ads
-from ..adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
-from ..exceptions import PermanentAdsError, TransientAdsError
 from ..models import AdGroup
 from ..stock.selectors import ad_group_label
-
-logger = logging.getLogger(__name__)
+from .failures import explain
 
 
 @dataclass
@@ -45,62 +37,6 @@ def ad_group_status_text(status: str) -> str:
         "PAUSED": _("paused"),
         "REMOVED": _("removed"),
     }.get(status, status)
-
-
-def explain(err: Exception) -> str:
-    """A German sentence (through the catalogue) for an error of a test."""
-    if isinstance(err, ShopifyCredentialsError):
-        return _(
-            "Shopify refused the client id or client secret: check SHOPIFY_CLIENT_ID and "
-            "SHOPIFY_CLIENT_SECRET."
-        )
-    if isinstance(err, ShopifyThrottled):
-        return _("Shopify is slowing us down right now (too many requests): try again in a minute.")
-    if isinstance(err, ShopifyAdminError):
-        if err.status == 401:
-            return _(
-                "Shopify refused the access (wrong or revoked token, or the app was "
-                "uninstalled from the shop)."
-            )
-        if err.status == 403:
-            return _(
-                "The app lacks a permission for this (access scope): add it to the app in "
-                "Shopify and install the app again."
-            )
-        if err.status == 404:
-            return _(
-                "No Shopify Admin API answers at %(url)s: check SHOPIFY_ADMIN_URL and "
-                "SHOPIFY_API_VERSION."
-            ) % {"url": settings.SHOPIFY_ADMIN_URL}
-        return _("Shopify could not be reached or answered with an error (%(detail)s).") % {
-            "detail": err
-        }
-    if isinstance(err, TransientAdsError):
-        return _("Google Ads cannot be reached right now (%(detail)s): try again later.") % {
-            "detail": err
-        }
-    if isinstance(err, PermanentAdsError):
-        text = str(err)
-        if "CONFIGURATION_ERROR" in text or "OAUTH" in text:
-            return _("The Google Ads credentials are missing or invalid (%(detail)s).") % {
-                "detail": text
-            }
-        if "PERMISSION_DENIED" in text or "AUTHORIZATION" in text.upper():
-            return _(
-                "Google Ads refuses access to this account (%(detail)s): check "
-                "GOOGLE_ADS_CUSTOMER_ID and GOOGLE_ADS_LOGIN_CUSTOMER_ID."
-            ) % {"detail": text}
-        return _("Google Ads refused the request (%(detail)s).") % {"detail": text}
-    if isinstance(err, ImproperlyConfigured):
-        return _("A setting is missing or wrong (%(detail)s).") % {"detail": err}
-    if isinstance(err, smtplib.SMTPException | OSError):
-        return _("The mail server refused or could not be reached (%(detail)s).") % {
-            "detail": f"{type(err).__name__}: {err}"
-        }
-    logger.exception("set-up test failed unexpectedly")
-    return _("Unexpected error (%(kind)s); the details are in the service's log.") % {
-        "kind": type(err).__name__
-    }
 
 
 # --- Shopify -------------------------------------------------------------------------------
@@ -168,7 +104,7 @@ def try_google_ads() -> Probe:
     if not customer:
         return Probe(False, _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID."))
     try:
-        client = ads.google_client()
+        client = ads.google_client_for_page()
         timeout = settings.VENDOR_INTERACTIVE_TIMEOUT
         name = google_ads.account_name(customer, client=client, timeout=timeout)
         probe = Probe(True, _("Connected to the account “%(name)s”.") % {"name": name})

@@ -2,6 +2,8 @@
 
 GET shows each connection's state from settings and the database; a POST runs one test button
 and shows the same page with its result. Thin by design: checks, probes and pickers do the work.
+Who may see which section and press which button is page_access's table: a button the user may
+not press is not shown, and pressing it anyway answers 403 before anything runs.
 """
 
 from __future__ import annotations
@@ -9,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.contrib import admin
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import shopify_access
+from .. import page_access, shopify_access
 from . import checks, pickers, probes
 
 # POSTed `action` → (section it belongs to, the probe to run for the signed-in user)
@@ -27,23 +28,33 @@ ACTIONS: dict[str, tuple[str, Callable[[HttpRequest], probes.Probe]]] = {
 }
 
 
-@staff_member_required
+@page_access.requires(page_access.SETUP)
 @require_http_methods(["GET", "POST"])
 def setup(request: HttpRequest) -> HttpResponse:
-    """Every connection with its light and what is missing; a POST runs one test first."""
+    """The connections the user may see, with their lights and what is missing; a POST runs
+    one test first (403 for a user who may not press it)."""
     results: dict[str, probes.Probe] = {}
     if request.method == "POST":
-        action = ACTIONS.get(request.POST.get("action", ""))
+        name = request.POST.get("action", "")
+        action = ACTIONS.get(name)
         if action is not None:
+            page_access.check(request.user, page_access.SETUP_ACTIONS[name])
             section, run = action
             results[section] = run(request)
-    sections = checks.sections(request.user.email, request.user.has_perm("auth.view_user"))
+    visible = page_access.allowed(request.user, page_access.SETUP_SECTIONS)
+    recipients = page_access.ALERT_RECIPIENTS.allows(request.user)
+    sections = [
+        section
+        for section in checks.sections(request.user.email, alert_recipients=recipients)
+        if section.key in visible
+    ]
     for section in sections:
         section.result = results.get(section.key)
     context = {
         **admin.site.each_context(request),
         "title": _("Set-up"),
         "sections": sections,
+        "actions": page_access.allowed(request.user, page_access.SETUP_ACTIONS),
         "webhooks_managed_here": _webhooks_managed_here(),
     }
     return render(request, "admin/setup.html", context)
@@ -55,14 +66,14 @@ def _webhooks_managed_here() -> bool:
     return managed and shopify_access.is_configured()
 
 
-@staff_member_required
+@page_access.requires(page_access.PICK_PRODUCTS)
 @require_GET
 def pick_products(request: HttpRequest) -> JsonResponse:
     """`?q=` → variants of the shop as {results: [{value, label, detail, ...}], hint}."""
     return JsonResponse(pickers.products(request.GET.get("q", "")).as_json())
 
 
-@staff_member_required
+@page_access.requires(page_access.PICK_AD_GROUPS)
 @require_GET
 def pick_ad_groups(request: HttpRequest) -> JsonResponse:
     """`?q=` → ad groups of the account, same shape as pick_products."""

@@ -5,13 +5,15 @@ import binascii
 import hashlib
 import hmac
 import re
+from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
-from ..exceptions import BadHeader, ShopNotAllowed, SignatureInvalid
+from ..exceptions import BadHeader, InvalidPayload, ShopNotAllowed, SignatureInvalid
 from . import Incoming, header, load_body, parse_timestamp, read_body
+from .fields import possible_instant
 
 # Visible ASCII only, bounded: header values end up in unique indexes and PostgreSQL text.
 _TOKEN = re.compile(r"[\x21-\x7e]{1,255}")
@@ -59,10 +61,22 @@ def verify(request: HttpRequest) -> Incoming:
         shop_domain=shop,
         webhook_id=webhook_id,
         event_id=_optional_header(request, "X-Shopify-Event-Id"),
-        triggered_at=parse_timestamp(header(request, "X-Shopify-Triggered-At")),
+        triggered_at=_triggered_at(header(request, "X-Shopify-Triggered-At")),
         api_version=_optional_header(request, "X-Shopify-API-Version")[:32],
         invalid_reason=_json_object_problem(body),
     )
+
+
+def _triggered_at(value: str) -> datetime | None:
+    """The header's instant when it is a possible one; None otherwise (it is not signed, and
+    only the latency metric reads it: an absurd one is dropped, the delivery kept)."""
+    parsed = parse_timestamp(value[:64])
+    if parsed is None:
+        return None
+    try:
+        return possible_instant(parsed, "X-Shopify-Triggered-At")
+    except InvalidPayload:
+        return None
 
 
 def _required_header(request: HttpRequest, name: str) -> str:

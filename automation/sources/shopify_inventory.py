@@ -4,8 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..exceptions import InvalidPayload
-from . import parse_timestamp
-from .fields import json_object, positive_int
+from .fields import json_object, positive_int, timestamp
 
 _INT = 2**31 - 1
 
@@ -28,8 +27,5 @@ def parse_level(payload: object) -> LevelUpdate:
     available = payload.get("available", "missing")
     if available is not None and (type(available) is not int or not -_INT <= available <= _INT):
         raise InvalidPayload("available must be an integer or null")
-    updated_at = payload.get("updated_at")
-    parsed = parse_timestamp(updated_at) if isinstance(updated_at, str) else None
-    if parsed is None:
-        raise InvalidPayload("updated_at must be an ISO 8601 timestamp with offset")
-    return LevelUpdate(item, location, available, parsed)
+    updated_at = timestamp(payload.get("updated_at"), "updated_at", required=True)
+    return LevelUpdate(item, location, available, updated_at)

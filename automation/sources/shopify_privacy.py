@@ -10,7 +10,10 @@ with the reason).
 from dataclasses import dataclass
 
 from ..exceptions import InvalidPayload
-from .fields import json_object, shopify_customer_id
+from .fields import bounded, json_object, phone, shopify_customer_id
+
+# A myshopify domain fits the delivery's shop column; longer is no shop of ours.
+SHOP_DOMAIN_MAX_CHARS = 255
 
 
 def check_shop(topic: str, named: str, header: str) -> None:
@@ -47,7 +50,7 @@ def parse_customer_redact(payload: object, header_shop: str) -> RedactRequest:
     redacting by id is still owed.
     """
     payload = json_object(payload)
-    shop_domain = payload.get("shop_domain")
+    shop_domain = bounded(payload.get("shop_domain"), SHOP_DOMAIN_MAX_CHARS)
     if not isinstance(shop_domain, str) or not shop_domain.strip():
         raise InvalidPayload("customers/redact needs shop_domain")
     customer = payload.get("customer")
@@ -60,13 +63,12 @@ def parse_customer_redact(payload: object, header_shop: str) -> RedactRequest:
     if not isinstance(orders, list):
         raise InvalidPayload("customers/redact needs orders_to_redact (a list)")
     check_shop("customers/redact", shop_domain, header_shop)
-    email = customer.get("email")
-    phone = customer.get("phone")
+    email = bounded(customer.get("email"))
     return RedactRequest(
         shop_domain=shop_domain.strip(),
         customer_id=customer_id,
         email=email.strip() if isinstance(email, str) and "@" in email else "",
-        phone=phone if isinstance(phone, str) else "",
+        phone=phone(customer.get("phone")),
         orders_to_redact=tuple(orders),
     )
 
@@ -91,7 +93,7 @@ def parse_shop_redact(payload: object, header_shop: str) -> ShopRedactRequest:
     shop_id = payload.get("shop_id")
     if type(shop_id) is not int or not 0 < shop_id < 2**63:
         raise InvalidPayload("not a shop/redact body: shop_id must be a positive integer")
-    shop_domain = payload.get("shop_domain")
+    shop_domain = bounded(payload.get("shop_domain"), SHOP_DOMAIN_MAX_CHARS)
     if not isinstance(shop_domain, str) or not shop_domain.strip():
         raise InvalidPayload("not a shop/redact body: missing shop_domain")
     check_shop("shop/redact", shop_domain, header_shop)
@@ -117,7 +119,7 @@ def parse_data_request(payload: object, header_shop: str) -> DataRequestBody:
     "customers/data_request"). The shop, the customer's id and the request's id must be there.
     """
     payload = json_object(payload)
-    shop_domain = payload.get("shop_domain")
+    shop_domain = bounded(payload.get("shop_domain"), SHOP_DOMAIN_MAX_CHARS)
     if not isinstance(shop_domain, str) or not shop_domain.strip():
         raise InvalidPayload("not a customers/data_request body: missing shop_domain")
     check_shop("customers/data_request", shop_domain, header_shop)

@@ -1,6 +1,5 @@
 """Stripe's `checkout.session.expired|completed` events, read as a checkout version."""
 
-from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -8,7 +7,7 @@ from django.conf import settings
 from ..exceptions import InvalidPayload
 from ..models import CheckoutState
 from .checkout_version import CheckoutVersion, email_fields
-from .fields import dig, json_object, phone, raw_email, text
+from .fields import bounded, dig, epoch_instant, json_object, phone, raw_email, text
 
 # Values of the merchant's own consent field in a Stripe session's metadata that mean "opted
 # in" (compared lower-case, without surrounding spaces); see stripe_consent.
@@ -34,7 +33,7 @@ def stripe_consent(session: dict) -> bool:
         return False
     if promotions == "opt_in":
         return True
-    given = (metadata or {}).get(settings.STRIPE_CONSENT_METADATA_KEY)
+    given = bounded((metadata or {}).get(settings.STRIPE_CONSENT_METADATA_KEY))
     return isinstance(given, str) and given.strip().lower() in STRIPE_CONSENT_VALUES
 
 
@@ -51,8 +50,9 @@ def parse_stripe_session(event: object) -> CheckoutVersion:
     created = event.get("created")
     if not isinstance(session, dict):
         raise InvalidPayload("event has no data.object")
-    if type(created) is not int or not 0 < created < 2**40:
+    if type(created) is not int:
         raise InvalidPayload("event has no valid created timestamp")
+    created_at = epoch_instant(created, "created")
     amount = session.get("amount_total") or 0
     if type(amount) is not int or not 0 <= amount < 10**12:
         raise InvalidPayload("amount_total must be a non-negative integer (cents)")
@@ -64,12 +64,12 @@ def parse_stripe_session(event: object) -> CheckoutVersion:
     return CheckoutVersion(
         source=CheckoutState.Source.STRIPE,
         token=text(session.get("id"), "session id", 255, required=True),
-        updated_at=datetime.fromtimestamp(created, tz=UTC),
+        updated_at=created_at,
         **email_fields(typed if typed.strip() else prefilled),
         first_name="",
         phone=phone(dig(session, "customer_details", "phone")),
         accepts_marketing=stripe_consent(session),
-        completed_at=datetime.fromtimestamp(created, tz=UTC) if completed else None,
+        completed_at=created_at if completed else None,
         recovery_url=text(
             dig(session, "after_expiration", "recovery", "url"), "recovery url", 2000
         ),

@@ -26,7 +26,8 @@ class Decided:
 
     decided: int = 0
     sent: dict[str, str] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+    failures: list[tuple[str, Exception]] = field(default_factory=list)
+    """(ad group id, the Ads error) per change that stayed open; the caller words the error."""
 
 
 def open_changes() -> QuerySet[HeldChange]:
@@ -42,7 +43,7 @@ def apply(changes: QuerySet[HeldChange], user: AbstractBaseUser | None) -> Decid
         if settled is None:
             continue
         if settled.error is not None:
-            decided.errors.append(f"ad group {change.ad_group_id}: {settled.error}")
+            decided.failures.append((change.ad_group_id, settled.error))
             continue
         decided.decided += 1
         decided.sent[change.ad_group_id] = f"{settled.status} {settled.result}"

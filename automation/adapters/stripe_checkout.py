@@ -1,0 +1,69 @@
+"""Stripe's Checkout Sessions API, read-only: the only module that speaks Stripe HTTP.
+
+`GET /v1/checkout/sessions/{id}` retrieves a session; its `status` is `open` ("The checkout
+session is still in progress"), `complete` ("The checkout session is complete. Payment
+processing may still be in progress") or `expired` ("The checkout session has expired. No
+further processing will occur"), and `payment_status` is `paid`, `unpaid` or
+`no_payment_required` (https://docs.stripe.com/api/checkout/sessions/retrieve,
+https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-status). Requests
+authenticate with the secret key as a Bearer token (https://docs.stripe.com/api/authentication).
+
+Plain values in and out; no Django here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import requests
+
+API_BASE = "https://api.stripe.com"
+COMPLETE = "complete"
+
+
+class StripeError(Exception):
+    """Stripe could not be asked, or did not answer as documented."""
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """What Stripe says about one Checkout Session now."""
+
+    status: str
+    """`open`, `complete` or `expired`."""
+    payment_status: str
+
+    @property
+    def complete(self) -> bool:
+        """The buyer finished the session: an order exists, whatever the payment's progress."""
+        return self.status == COMPLETE
+
+
+def retrieve_session(
+    session_id: str,
+    secret_key: str,
+    *,
+    base_url: str = API_BASE,
+    timeout: float,
+    session: requests.Session | None = None,
+) -> SessionStatus:
+    """The session's status; StripeError when Stripe cannot answer within `timeout` seconds."""
+    url = f"{base_url.rstrip('/')}/v1/checkout/sessions/{quote(session_id, safe='')}"
+    http = session or requests
+    try:
+        response = http.get(url, headers={"Authorization": f"Bearer {secret_key}"}, timeout=timeout)
+    except requests.RequestException as err:
+        raise StripeError(f"Stripe unreachable: {type(err).__name__}") from err
+    if response.status_code != 200:
+        raise StripeError(f"Stripe answered HTTP {response.status_code}")
+    try:
+        body = response.json()
+    except ValueError as err:
+        raise StripeError("Stripe answered without JSON") from err
+    if not isinstance(body, dict):
+        raise StripeError("Stripe answered with JSON that is not an object")
+    status = body.get("status")
+    if body.get("id") != session_id or status not in ("open", COMPLETE, "expired"):
+        raise StripeError("Stripe's answer is not this Checkout Session")
+    return SessionStatus(status=status, payment_status=str(body.get("payment_status") or ""))
