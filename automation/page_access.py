@@ -86,6 +86,9 @@ SETUP_ACTIONS: dict[str, Rule] = {
     "email_test": all_of("automation.view_remindersettings", "automation.change_remindersettings"),
 }
 ALERT_RECIPIENTS = all_of("automation.change_remindersettings")
+OWN_ADDRESS = all_of()
+"""Every active staff user may give their own e-mail address (where alerts reach them):
+the form changes the signed-in user only (automation/setup/first_login.py)."""
 """Who gets alerts (people's addresses): for those who run the mail set-up, not every reader."""
 
 # --- the pickers: for those who fill in the forms that use them -------------------------------

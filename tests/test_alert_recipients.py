@@ -1,6 +1,6 @@
 """Who receives alerts: ALERT_EMAILS, else every active staff user with an address; the set-up
-page's "Alerts" section is red when nobody would, and shows the addresses only to who may see
-the users."""
+page's "Alerts" section is red when nobody would, and shows the addresses only to who runs the
+mail set-up (page_access.ALERT_RECIPIENTS)."""
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -71,17 +71,20 @@ def test_nobody_to_alert_is_red_on_the_set_up_page(client, settings, django_user
     assert "Nobody receives alerts" not in alerts_section
 
 
-def test_the_addresses_are_shown_only_to_who_may_see_the_users(client, settings, django_user_model):
+def test_the_addresses_are_shown_only_to_who_runs_the_mail_set_up(
+    client, settings, django_user_model
+):
     settings.ALERT_EMAILS = ["inhaberin@elbkerzen.example", "lager@elbkerzen.example"]
     helper = django_user_model.objects.create_user(
         "aushilfe", email="aushilfe@elbkerzen.example", password="x", is_staff=True
     )
+    helper.user_permissions.add(Permission.objects.get(codename="view_delivery"))
     client.force_login(helper)
     alerts_section = section(client.get("/admin/setup/", **EN).content.decode(), "alerts")
     assert "inhaberin@elbkerzen.example" not in alerts_section
     assert "2 addresses" in alerts_section
 
-    helper.user_permissions.add(Permission.objects.get(codename="view_user"))
+    helper.user_permissions.add(Permission.objects.get(codename="change_remindersettings"))
     helper = django_user_model.objects.get(pk=helper.pk)  # a fresh permission cache
     client.force_login(helper)
     alerts_section = section(client.get("/admin/setup/", **EN).content.decode(), "alerts")

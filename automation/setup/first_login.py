@@ -17,7 +17,6 @@ from urllib.parse import urlencode
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,6 +24,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
+
+from .. import page_access
 
 ASKED = "automation_email_asked"
 """Session key: this session's user was asked for an address (saved or skipped)."""
@@ -83,7 +84,7 @@ class EmailForm(forms.Form):
     )
 
 
-@staff_member_required
+@page_access.requires(page_access.OWN_ADDRESS)
 @require_http_methods(["GET", "POST"])
 def ask_email(request: HttpRequest) -> HttpResponse:
     """The address form: saving stores the address on the user, skipping only remembers."""
