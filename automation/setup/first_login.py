@@ -33,15 +33,16 @@ ASKED = "automation_email_asked"
 
 def needs_asking(request: HttpRequest) -> bool:
     """Whether this request should be sent to the address form first."""
+    path = request.path
+    if request.method != "GET" or not path.startswith(reverse("admin:index")):
+        return False  # webhooks and the API never touch the session here
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated or not user.is_active or not user.is_staff:
         return False
     if user.email or settings.ALERT_EMAILS or request.session.get(ASKED):
         return False
-    if request.method != "GET" or "_popup" in request.GET:
+    if "_popup" in request.GET:
         return False
-    admin_root = reverse("admin:index")
-    path = request.path
     skipped = (
         reverse("setup-email"),
         reverse("admin:logout"),
@@ -50,7 +51,7 @@ def needs_asking(request: HttpRequest) -> bool:
         reverse("setup-pick-products"),
         reverse("setup-pick-ad-groups"),
     )
-    return path.startswith(admin_root) and not path.startswith(skipped)
+    return not path.startswith(skipped)
 
 
 class FirstLoginMiddleware:
