@@ -1328,13 +1328,67 @@ class HeldChangeAdmin(ReadOnlyAdmin):
             }
             self.message_user(request, text, messages.ERROR)
 
+    def _confirm_page(
+        self, request: HttpRequest, changes: list[HeldChange], how: str, *, action: str = ""
+    ) -> HttpResponse:
+        """What a decision will do, before it is done: how many changes, which ad groups."""
+        count = len(changes)
+        if how == "apply":
+            title = _("Apply held changes")
+            effect = ngettext(
+                "%(count)d held change will be applied: its ad group gets the status its stock "
+                "says now, sent to Google Ads (it may have recovered since and keep running).",
+                "%(count)d held changes will be applied: each ad group gets the status its stock "
+                "says now, sent to Google Ads (some may have recovered since and keep running).",
+                count,
+            )
+            button = _("Yes, apply")
+        else:
+            title = _("Discard held changes")
+            effect = ngettext(
+                "%(count)d held change will be discarded: nothing is sent, the ad group keeps "
+                "running as it is.",
+                "%(count)d held changes will be discarded: nothing is sent, the ad groups keep "
+                "running as they are.",
+                count,
+            )
+            button = _("Yes, discard")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": title,
+            "effect": effect % {"count": count},
+            "button": button,
+            "changes": changes,
+            "action": action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "cancel_url": reverse("admin:automation_heldchange_changelist"),
+        }
+        return TemplateResponse(request, "admin/automation/heldchange/confirm.html", context)
+
+    def _shown(self, request: HttpRequest, queryset: QuerySet[HeldChange]) -> list[HeldChange]:
+        """The open changes of `queryset` with their ad groups' names, oldest first."""
+        return list(
+            self.get_queryset(request)
+            .filter(pk__in=queryset.values("pk"), resolution=HeldChange.Resolution.OPEN)
+            .order_by("held_at", "pk")
+        )
+
     def _decide_all(self, request: HttpRequest, how: str):
-        if request.method != "POST":
-            return redirect("admin:automation_heldchange_changelist")
+        """GET shows what will happen; only the confirming POST decides, and only on the
+        changes that page showed (a pause held meanwhile waits for its own decision)."""
         if not self.has_decide_permission(request):
             raise PermissionDenied
-        self._decide(request, held_changes.open_changes(), how)
-        return redirect("admin:automation_heldchange_changelist")
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            shown = request.POST.getlist("change")
+            ids = [int(pk) for pk in shown if pk.isdigit()]
+            self._decide(request, held_changes.open_changes().filter(pk__in=ids), how)
+            return redirect("admin:automation_heldchange_changelist")
+        changes = self._shown(request, held_changes.open_changes())
+        if not changes:
+            self.message_user(request, _("No held change is waiting."), messages.INFO)
+            return redirect("admin:automation_heldchange_changelist")
+        return self._confirm_page(request, changes, how)
 
     def has_decide_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("automation.change_heldchange")
@@ -1345,16 +1399,26 @@ class HeldChangeAdmin(ReadOnlyAdmin):
     def discard_all_view(self, request: HttpRequest):
         return self._decide_all(request, "discard")
 
+    def _decide_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange], how: str):
+        if request.POST.get("confirm") == "yes":
+            self._decide(request, queryset, how)
+            return None
+        changes = self._shown(request, queryset)
+        if not changes:
+            self.message_user(request, _("None of the selected changes is open."), messages.INFO)
+            return None
+        return self._confirm_page(request, changes, how, action=f"{how}_selected")
+
     @admin.action(
         description=_("Apply selected held changes (send what the stock says now)"),
         permissions=["decide"],
     )
-    def apply_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange]) -> None:
-        self._decide(request, queryset, "apply")
+    def apply_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange]):
+        return self._decide_selected(request, queryset, "apply")
 
     @admin.action(
         description=_("Discard selected held changes (keep the ads as they are)"),
         permissions=["decide"],
     )
-    def discard_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange]) -> None:
-        self._decide(request, queryset, "discard")
+    def discard_selected(self, request: HttpRequest, queryset: QuerySet[HeldChange]):
+        return self._decide_selected(request, queryset, "discard")

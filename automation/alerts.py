@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
@@ -55,18 +56,45 @@ def admin_url(delivery: Delivery) -> str:
     return f"{settings.PUBLIC_BASE_URL}{path}"
 
 
+def recipients() -> list[str]:
+    """Who gets the alerts: ALERT_EMAILS when set, else every active staff user with an
+    address (superusers who may sign in to the admin are staff), each address once.
+
+    The one owner of this answer: the alerts, the set-up page and the notice bar ask it.
+    Staff only, because every alert links into the admin; a superuser without staff status
+    cannot open those links and is not mailed.
+    """
+    if settings.ALERT_EMAILS:
+        return list(settings.ALERT_EMAILS)
+    users = (
+        get_user_model()
+        .objects.filter(is_active=True, is_staff=True)
+        .exclude(email="")
+        .order_by("pk")
+        .values_list("email", flat=True)
+    )
+    seen: dict[str, str] = {}
+    for address in users:
+        seen.setdefault(address.strip().lower(), address.strip())
+    return [address for address in seen.values() if address]
+
+
 def send(subject: str, body: str) -> bool:
     """E-mail the merchant's alert addresses; never raises (an alert must not fail a job)."""
-    recipients = settings.ALERT_EMAILS
-    if not recipients:
-        logger.warning("alert not sent, ALERT_EMAILS is empty: %s", subject)
+    try:
+        to = recipients()
+    except Exception:
+        logger.exception("alert not sent, its recipients could not be read: %s", subject)
+        return False
+    if not to:
+        logger.warning("alert not sent, nobody receives alerts: %s", subject)
         return False
     problem = reminder_mail.mail_server_problem()
     if problem:
         logger.warning("alert not sent, %s: %s", problem, subject)
         return False
     try:
-        send_mail(subject, body, None, recipients)
+        send_mail(subject, body, None, to)
     except Exception:
         logger.exception("could not send the alert %r", subject)
         return False

@@ -68,6 +68,9 @@ CHECKOUT_CLAIM_TTL = timedelta(days=30)
 # The skip reason of a checkout whose address does not normalise (automation/addresses.py).
 # Reasons are stored in the active language: the shop's (LANGUAGE_CODE) in the worker.
 INVALID_EMAIL = _("invalid e-mail")
+# The skip reason of a checkout that came without an address (from Shopify: most likely no
+# access to protected customer data); the notice bar looks for it (automation/notices.py).
+NO_ADDRESS = _("no e-mail address")
 RECOVERY_LINK_NOT_ALLOWED = _("recovery link not allowed")
 # Shopify served every checkout on checkout.shopify.com until July 2017, and on the domain the
 # buyer shops on since: "the new format will be https://#{shop_domain}/#{shop.id}/checkouts/
@@ -463,7 +466,7 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     if checkout.completed_at:
         return gettext("checkout completed")
     if not checkout.email:
-        return gettext("no e-mail address")
+        return str(NO_ADDRESS)
     key = address_key(checkout.email)
     if key is None:  # stored before addresses were normalised at the edge
         return INVALID_EMAIL

@@ -71,6 +71,8 @@ SETUP_SECTIONS: dict[str, Rule] = {
     # how reminder mails leave (backend, sender)
     "email": all_of("automation.view_remindersettings"),
     "stripe": all_of("automation.view_delivery"),
+    # who receives the alerts (their number; the addresses only with ALERT_RECIPIENTS)
+    "alerts": all_of("automation.view_delivery") | all_of("automation.view_remindersettings"),
 }
 SETUP = Rule(tuple(perms for rule in SETUP_SECTIONS.values() for perms in rule.choices))
 SETUP_ACTIONS: dict[str, Rule] = {
@@ -84,6 +86,9 @@ SETUP_ACTIONS: dict[str, Rule] = {
     "email_test": all_of("automation.view_remindersettings", "automation.change_remindersettings"),
 }
 ALERT_RECIPIENTS = all_of("automation.change_remindersettings")
+OWN_ADDRESS = all_of()
+"""Every active staff user may give their own e-mail address (where alerts reach them):
+the form changes the signed-in user only (automation/setup/first_login.py)."""
 """Who gets alerts (people's addresses): for those who run the mail set-up, not every reader."""
 
 # --- the pickers: for those who fill in the forms that use them -------------------------------

@@ -62,6 +62,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # After sign-in, a staff user without an address is asked for one once (alerts reach them).
+    "automation.setup.first_login.FirstLoginMiddleware",
     # Last, as django-axes asks: it turns a lockout flagged during the login into a 429.
     "axes.middleware.AxesMiddleware",
 ]
@@ -85,6 +87,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The notice bar of the admin's pages (lazy: read only where it is shown).
+                "automation.notices.context",
             ],
         },
     },

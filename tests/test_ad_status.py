@@ -295,7 +295,14 @@ def test_the_admin_applies_all_and_edits_the_brake(twenty, admin_client, admin_u
     assert b'data-testid="apply-all"' in page.content
     assert admin_client.get("/admin/automation/brakesettings/").status_code == 302
 
-    answer = admin_client.post("/admin/automation/heldchange/discard-all/")
+    asked = admin_client.get("/admin/automation/heldchange/discard-all/")
+    assert asked.status_code == 200 and b"9 held changes will be discarded" in asked.content
+    assert HeldChange.objects.filter(resolution="open").count() == 9
+    shown = list(HeldChange.objects.filter(resolution="open").values_list("pk", flat=True))
+
+    answer = admin_client.post(
+        "/admin/automation/heldchange/discard-all/", {"confirm": "yes", "change": shown}
+    )
 
     assert answer.status_code == 302
     assert HeldChange.objects.filter(resolution="discarded", resolved_by=admin_user).count() == 9

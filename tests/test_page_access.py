@@ -46,18 +46,20 @@ class Call:
     name: str
     method: str = "post"
     data: dict[str, str] = field(default_factory=dict)
-    about: str = ""  # "product" or "group": the watched product's or ad group's page
+    about: str = ""  # "product" or "group": the watched product's or ad group's page; "held":
+    # the held change the confirmation page showed, posted back
     reads: bool = False  # only shows: a view-only user may read it
 
     def url(self, world: World) -> str:
-        if not self.about:
+        if self.about in ("", "held"):
             return reverse(self.name)
         pk = world.product.pk if self.about == "product" else world.group.pk
         return reverse(self.name, args=[pk, "pause"])
 
     def send(self, client, world: World):
         send = client.post if self.method == "post" else client.get
-        return send(self.url(world), self.data, **EN)
+        data = {**self.data, "change": str(world.held.pk)} if self.about == "held" else self.data
+        return send(self.url(world), data, **EN)
 
     def __str__(self) -> str:
         return f"{self.method.upper()} {self.name} {self.data.get('action', '')}".strip()
@@ -73,9 +75,13 @@ CALLS = [
     Call("admin:automation_watchedproduct_manual", "get", about="product"),
     Call("admin:automation_watchedproduct_manual", data={"reason": "Test"}, about="product"),
     Call("admin:automation_adgroup_manual", data={"reason": "Test"}, about="group"),
-    Call("admin:automation_heldchange_apply_all"),
-    Call("admin:automation_heldchange_discard_all"),
+    Call("admin:automation_heldchange_apply_all", "get"),
+    Call("admin:automation_heldchange_apply_all", data={"confirm": "yes"}, about="held"),
+    Call("admin:automation_heldchange_discard_all", "get"),
+    Call("admin:automation_heldchange_discard_all", data={"confirm": "yes"}, about="held"),
 ]
+OWN_ADDRESS_PAGE = "setup-email"
+"""Every staff user may give their own address (for the alerts), and only their own."""
 
 
 def staff_url_names() -> set[str]:
@@ -150,7 +156,23 @@ def rows() -> dict[str, object]:
 
 
 def test_every_staff_url_is_walked_here():
-    assert staff_url_names() == {call.name for call in CALLS}
+    assert staff_url_names() == {call.name for call in CALLS} | {OWN_ADDRESS_PAGE}
+
+
+def test_any_staff_user_gives_only_their_own_address(client, world):
+    user = people.staff()
+    client.force_login(user)
+    before = rows()
+
+    assert client.get(reverse(OWN_ADDRESS_PAGE), **EN).status_code == 200
+    answer = client.post(
+        reverse(OWN_ADDRESS_PAGE), {"email": "lager@elbkerzen.example", "next": "/admin/"}
+    )
+
+    assert answer.status_code == 302
+    user.refresh_from_db()
+    assert user.email == "lager@elbkerzen.example"
+    assert rows() == before
 
 
 def test_every_page_of_ours_is_guarded_by_page_access():
@@ -305,7 +327,7 @@ ALLOWED: list[tuple[Call, tuple[str, ...], Ran]] = [
         ),
     ),
     (
-        Call("admin:automation_heldchange_discard_all"),
+        Call("admin:automation_heldchange_discard_all", data={"confirm": "yes"}, about="held"),
         ("change_heldchange",),
         lambda world, shopify, ads, page: (
             HeldChange.objects.get(pk=world.held.pk).resolution == HeldChange.Resolution.DISCARDED

@@ -109,7 +109,7 @@ def test_without_any_connection_every_section_says_what_is_missing(admin_client,
     assert "SHOPIFY_CLIENT_ID" in section(html, "shopify")
     ads = section(html, "google_ads")
     assert "light-yellow" in ads and "Dry run" in ads and "GOOGLE_ADS_CUSTOMER_ID" in ads
-    assert "ALERT_EMAILS" in section(html, "email")
+    assert "ALERT_EMAILS is not set" in section(html, "alerts")  # the admin's address instead
     stripe = section(html, "stripe")
     assert "light-yellow" in stripe and "STRIPE_WEBHOOK_SECRETS" in stripe
     # the page's own frame: the admin's header and breadcrumbs
@@ -307,7 +307,7 @@ def test_a_broken_mail_server_is_a_sentence(admin_client, settings):
 
 def test_alert_recipients_are_listed(admin_client, settings):
     settings.ALERT_EMAILS = ["inhaberin@elbkerzen.example"]
-    assert "inhaberin@elbkerzen.example" in section(page(admin_client), "email")
+    assert "inhaberin@elbkerzen.example" in section(page(admin_client), "alerts")
 
 
 class RefusingBackend:

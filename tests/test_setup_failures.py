@@ -300,7 +300,13 @@ def held_pause(echoing_ads, google_ads):
 
 def test_applying_a_refused_held_change_says_our_sentence(admin_client, held_pause, caplog):
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        response = admin_client.post("/admin/automation/heldchange/apply-all/", follow=True, **EN)
+        shown_pks = [str(pk) for pk in HeldChange.objects.values_list("pk", flat=True)]
+        response = admin_client.post(
+            "/admin/automation/heldchange/apply-all/",
+            {"confirm": "yes", "change": shown_pks},
+            follow=True,
+            **EN,
+        )
 
     shown = response.content.decode()
     assert held_pause.requests, "the change was sent to Google Ads"
@@ -336,4 +342,5 @@ def test_the_dashboard_shows_a_run_s_stored_errors_masked(admin_client, settings
     html = admin_client.get("/admin/dashboard/", **EN).content.decode()
 
     assert TOKEN not in html
-    assert html.count(f"{VENDOR_WORDS} {MASK}") == 2  # the card's error list and its subscriptions
+    # the card's error list, its subscriptions, and the notice bar (automation/notices.py)
+    assert html.count(f"{VENDOR_WORDS} {MASK}") == 3

@@ -15,8 +15,9 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
-from .. import reminder_mail, shopify_access
+from .. import alerts, reminder_mail, shopify_access
 from ..adapters import google_ads
 from ..models import AdGroup, Delivery, ReminderSettings
 
@@ -37,6 +38,14 @@ class Light(enum.StrEnum):
         }[self]
 
 
+@dataclass(frozen=True)
+class Link:
+    """A place to go from a section: its German words and where it leads."""
+
+    text: str
+    url: str
+
+
 @dataclass
 class Section:
     """One connection on the set-up page: its light, what it has, and what is missing."""
@@ -47,7 +56,7 @@ class Section:
     facts: list[tuple[str, str]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    links: list[tuple[str, str]] = field(default_factory=list)  # (text, URL) to fix what is missing
+    links: list[Link] = field(default_factory=list)
     result: object = None  # the probe of a test button just pressed (probes.Probe)
 
     def lack(self, text: str, light: Light = Light.RED) -> None:
@@ -62,6 +71,16 @@ def is_set(value: object) -> str:
 
 
 MAIL_BACKENDS_THAT_SEND = frozenset({"django.core.mail.backends.smtp.EmailBackend"})
+
+
+SHOPIFY_ABANDONED_CHECKOUT_HELP = (
+    "https://help.shopify.com/de/manual/promoting-marketing/create-marketing/"
+    "migrate-abandoned-checkout"
+)
+"""Shopify's help page on its abandoned-checkout e-mail (English original: help.shopify.com/en/
+manual/promoting-marketing/create-marketing/migrate-abandoned-checkout): the automation under
+Marketing → Automations is turned off on its summary page; the older one lives under
+Settings → Checkout until Shopify removes it."""
 
 
 def shopify() -> Section:
@@ -108,6 +127,18 @@ def shopify() -> Section:
         )
     )
     section.facts.append((_("Last webhook received"), last_delivery(Delivery.Source.SHOPIFY)))
+    # We cannot read whether Shopify's own reminder is on: the page always says where it is.
+    section.notes.append(
+        _(
+            "Switch off Shopify's own abandoned-checkout e-mail, or buyers get two reminders: "
+            "in the Shopify admin under Marketing → Automations, the automation “Abandoned "
+            "checkout” (turn it off on its page); in older shops under Settings → Checkout, "
+            "“Automatically send abandoned checkout emails”."
+        )
+    )
+    section.links.append(
+        Link(_("Shopify help: abandoned-checkout e-mails"), SHOPIFY_ABANDONED_CHECKOUT_HELP)
+    )
     return section
 
 
@@ -158,9 +189,9 @@ def google_ads_section() -> Section:
     return section
 
 
-def email(user_email: str, *, alert_recipients: bool = True) -> Section:
-    """How mail leaves (backend), who sends it, who gets alerts (left out unless
-    `alert_recipients`: they are people's addresses), where the test mail goes."""
+def email(user_email: str) -> Section:
+    """How mail leaves (backend), who sends it, where the test mail goes (who gets alerts:
+    `notifications`)."""
     section = Section("email", _("E-mail"))
     backend = settings.EMAIL_BACKEND
     sends = backend in MAIL_BACKENDS_THAT_SEND
@@ -189,14 +220,6 @@ def email(user_email: str, *, alert_recipients: bool = True) -> Section:
             _("The sender is an example address: set DEFAULT_FROM_EMAIL to your shop's address."),
             Light.YELLOW,
         )
-    recipients = settings.ALERT_EMAILS
-    if alert_recipients:
-        section.facts.append((_("Alert recipients"), ", ".join(recipients) or _("nobody")))
-    if not recipients:
-        section.lack(
-            _("Nobody receives alerts (e.g. a delivery given up on): set ALERT_EMAILS."),
-            Light.YELLOW,
-        )
     section.facts.append((_("Test mail goes to"), user_email or _("(your account has no address)")))
     config = ReminderSettings.load()
     missing_imprint = reminder_mail.imprint_missing(config)
@@ -210,10 +233,40 @@ def email(user_email: str, *, alert_recipients: bool = True) -> Section:
                 "commercial e-mail)."
             )
         )
-        section.links.append((_("Enter the imprint"), settings_url))
+        section.links.append(Link(_("Enter the imprint"), settings_url))
     section.links.append(
-        (_("Preview the reminder"), reverse("admin:automation_remindersettings_preview"))
+        Link(_("Preview the reminder"), reverse("admin:automation_remindersettings_preview"))
     )
+    return section
+
+
+def notifications(show_addresses: bool) -> Section:
+    """Who receives the alerts (ALERT_EMAILS, else the staff users' addresses); red when
+    nobody would. The addresses (people's) only with `show_addresses`, else their number."""
+    section = Section("alerts", _("Alerts"))
+    to = alerts.recipients()
+    if settings.ALERT_EMAILS:
+        source = _("ALERT_EMAILS")
+    else:
+        source = _("the e-mail addresses of the staff users (ALERT_EMAILS is not set)")
+    section.facts.append((_("Alerts go to"), source))
+    if show_addresses:
+        shown = ", ".join(to) or _("nobody")
+    else:
+        shown = ngettext("%(count)d address", "%(count)d addresses", len(to)) % {"count": len(to)}
+    section.facts.append((_("Recipients"), shown))
+    if not to:
+        section.lack(
+            _(
+                "Nobody receives alerts (the safety brake holding pauses, deliveries given up): "
+                "enter your e-mail address, or set ALERT_EMAILS."
+            )
+        )
+        section.links.append(Link(_("Enter your e-mail address"), reverse("setup-email")))
+        if show_addresses:
+            section.links.append(
+                Link(_("Users and their addresses"), reverse("admin:auth_user_changelist"))
+            )
     return section
 
 
@@ -257,6 +310,7 @@ def sections(user_email: str, *, alert_recipients: bool = True) -> list[Section]
     return [
         shopify(),
         google_ads_section(),
-        email(user_email, alert_recipients=alert_recipients),
+        email(user_email),
+        notifications(alert_recipients),
         stripe(),
     ]

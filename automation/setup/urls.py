@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from . import views
+from . import first_login, views
 
 urlpatterns = [
     path("", views.setup, name="setup"),
+    path("email/", first_login.ask_email, name="setup-email"),
     path("pick/products/", views.pick_products, name="setup-pick-products"),
     path("pick/ad-groups/", views.pick_ad_groups, name="setup-pick-ad-groups"),
 ]
