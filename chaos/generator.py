@@ -503,7 +503,8 @@ def _with_far_future_levels(
     """
     broken = next(group for group in watched if group.broken)
     items = sorted({group.item for group in watched} - {broken.item})
-    plenty, empty = rng.sample(items, 2)
+    # a day of two items has one besides the removed ad group's: it gets the year 9999 only
+    plenty, empty = rng.sample(items, 2) if len(items) > 1 else (items[0], None)
     start = round(rng.uniform(0.4, 0.5) * params.duration, 3)
     if outage is not None:
         start = max(start, round(outage[1] + 2.0, 3))
@@ -523,6 +524,11 @@ def _with_far_future_levels(
         LevelChange(plenty, location, 0, round(start + 2.0 + n * 0.25, 3))
         for n, location in enumerate(locations)
     ]
+    if empty is None:
+        return kept + [
+            Send(_key(rng), _key(rng), "inventory_levels/update", event, event.at)
+            for event in story
+        ]
     where = rng.choice(locations)
     at = round(start + 1.0, 3)
     story.append(FutureLevel(empty, where, 0, at, BEYOND_TOLERANCE))
@@ -532,6 +538,6 @@ def _with_far_future_levels(
         if location != where
     ]
     story.append(LevelChange(empty, where, rng.randint(6, 12), round(at + 3.5, 3)))
-    for event in story:
-        kept.append(Send(_key(rng), _key(rng), "inventory_levels/update", event, event.at))
-    return kept
+    return kept + [
+        Send(_key(rng), _key(rng), "inventory_levels/update", event, event.at) for event in story
+    ]
