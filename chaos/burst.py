@@ -157,7 +157,7 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
         try:
             with override_settings(ADS_BACKEND="google"):
                 for _ in range(3):  # a transient failure leaves its change open: again
-                    if not held_changes.apply(held_changes.open_changes(), None).errors:
+                    if not held_changes.apply(held_changes.open_changes(), None).failures:
                         break
         finally:
             ads.google_client = original

@@ -21,6 +21,11 @@ OUTAGE_SECONDS = {True: 2.0, False: 3.0}  # by `short`
 LEAD_MIN = 12.0  # seconds a reminder falls due after the checkout's last send, before jitter
 LEAD_SPREAD = 6.0
 ORDER_MARGIN = 6.0  # an order "before the reminder" reaches us at least this long before it
+# The latest instant ISO 8601 with an offset can name: a sender's broken clock at its worst.
+FAR_FUTURE = "9999-12-31T23:59:59-12:00"
+# A level stamped this long past WEBHOOK_MAX_FUTURE_SECONDS ahead of its send: just beyond the
+# senders' allowed clock skew, with room for the seconds until a worker parses it.
+BEYOND_TOLERANCE = 60.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,19 @@ class StripeSession:
     amount_cents: int
 
 
-Event = LevelChange | CheckoutVersion | OrderPlaced | StripeSession
+@dataclass(frozen=True)
+class FutureLevel:
+    """An `inventory_levels/update` stamped after any real clock: `updated_at` FAR_FUTURE
+    (`beyond` None), or `beyond` seconds past the allowed skew ahead of its send at `at`."""
+
+    item: int
+    location: int
+    available: int
+    at: float
+    beyond: float | None
+
+
+Event = LevelChange | FutureLevel | CheckoutVersion | OrderPlaced | StripeSession
 
 
 @dataclass(frozen=True)
@@ -179,6 +196,9 @@ def generate(params: Params) -> Scenario:
     checkout_sends, checkouts = _checkouts(rng, params, outage)
     sends += checkout_sends
     sends = _with_faults(rng, params, sends, broken_change)
+    # A generator of its own: the rest of the day stays as it was for the seed.
+    far_future = random.Random(f"far-future levels {params.seed}")
+    sends = _with_far_future_levels(far_future, params, watched, locations, outage, sends)
     sends.sort(key=lambda send: (send.at, send.key))
     return Scenario(
         params=params,
@@ -462,3 +482,62 @@ def _with_faults(
         at = round(send.at + shift, 3)
         faulty.append(replace(send, at=at, copies=copies, concurrent=concurrent))
     return faulty
+
+
+def _with_far_future_levels(
+    rng: random.Random,
+    params: Params,
+    watched: list[WatchedAdGroup],
+    locations: tuple[int, ...],
+    outage: tuple[float, float] | None,
+    sends: list[Send],
+) -> list[Send]:
+    """Two watched items get a level from the future, then real levels that must decide them.
+
+    One claims plenty in year 9999, and every location then sells out (its ad groups paused);
+    the other claims a sell-out just beyond the allowed clock skew, the other locations sell out
+    and its location is restocked (enabled). Both must be refused as `invalid`; accepted, the
+    stale guard would call every real later level of that location old and freeze the item.
+    Their items' own changes after the level are left out, so the real levels that follow it
+    are the newest; these sends suffer no faults, so the story reaches the system whole.
+    """
+    broken = next(group for group in watched if group.broken)
+    items = sorted({group.item for group in watched} - {broken.item})
+    # a day of two items has one besides the removed ad group's: it gets the year 9999 only
+    plenty, empty = rng.sample(items, 2) if len(items) > 1 else (items[0], None)
+    start = round(rng.uniform(0.4, 0.5) * params.duration, 3)
+    if outage is not None:
+        start = max(start, round(outage[1] + 2.0, 3))
+    kept = [
+        send
+        for send in sends
+        if not (
+            isinstance(send.event, LevelChange)
+            and send.event.item in (plenty, empty)
+            and send.event.at >= start
+        )
+    ]
+    story: list[Event] = []
+    where = rng.choice(locations)
+    story.append(FutureLevel(plenty, where, rng.randint(20, 60), start, None))
+    story += [
+        LevelChange(plenty, location, 0, round(start + 2.0 + n * 0.25, 3))
+        for n, location in enumerate(locations)
+    ]
+    if empty is None:
+        return kept + [
+            Send(_key(rng), _key(rng), "inventory_levels/update", event, event.at)
+            for event in story
+        ]
+    where = rng.choice(locations)
+    at = round(start + 1.0, 3)
+    story.append(FutureLevel(empty, where, 0, at, BEYOND_TOLERANCE))
+    story += [
+        LevelChange(empty, location, 0, round(at + 2.0 + n * 0.25, 3))
+        for n, location in enumerate(locations)
+        if location != where
+    ]
+    story.append(LevelChange(empty, where, rng.randint(6, 12), round(at + 3.5, 3)))
+    return kept + [
+        Send(_key(rng), _key(rng), "inventory_levels/update", event, event.at) for event in story
+    ]

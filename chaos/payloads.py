@@ -11,8 +11,18 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
+
 from . import shop
-from .generator import CheckoutVersion, LevelChange, OrderPlaced, Send, StripeSession
+from .generator import (
+    FAR_FUTURE,
+    CheckoutVersion,
+    FutureLevel,
+    LevelChange,
+    OrderPlaced,
+    Send,
+    StripeSession,
+)
 
 BERLIN = ZoneInfo(shop.TIME_ZONE)
 API_VERSION = "2026-07"
@@ -28,15 +38,27 @@ def iso(t0: float, offset: float) -> str:
     return instant(t0, offset).isoformat(timespec="milliseconds")
 
 
+def future_stamp(send: Send, t0: float) -> str:
+    """A far-future level's `updated_at`: FAR_FUTURE, or `beyond` seconds past the skew the
+    system allows (its WEBHOOK_MAX_FUTURE_SECONDS, read from the same environment) ahead of
+    the planned send."""
+    event = send.event
+    assert isinstance(event, FutureLevel)
+    if event.beyond is None:
+        return FAR_FUTURE
+    return iso(t0, send.at + settings.WEBHOOK_MAX_FUTURE_SECONDS + event.beyond)
+
+
 def body(send: Send, t0: float) -> bytes:
     """The JSON body of one send."""
     event = send.event
-    if isinstance(event, LevelChange):
+    if isinstance(event, LevelChange | FutureLevel):
+        stamp = future_stamp(send, t0) if isinstance(event, FutureLevel) else iso(t0, event.at)
         payload: dict = {
             "inventory_item_id": event.item,
             "location_id": event.location,
             "available": event.available,
-            "updated_at": iso(t0, event.at),
+            "updated_at": stamp,
             "admin_graphql_api_id": (
                 f"gid://shopify/InventoryLevel/{event.location}?inventory_item_id={event.item}"
             ),

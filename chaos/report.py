@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext
 
-from . import shop
+from . import payloads, shop
 from .burst import BurstFacts
 from .driver import Record
 from .generator import LevelChange, OrderPlaced, Scenario
@@ -25,6 +25,21 @@ from .standins import Mail
 from .truth import MISSING, Truth
 
 UNFINISHED = {"received", "processing", "failed"}
+
+
+def _future_reason(stamp: str) -> str:
+    """The reason a level stamped `stamp` is refused (automation.sources.fields), in the
+    language the workers write it in."""
+    from automation.sources import parse_timestamp
+
+    instant = parse_timestamp(stamp)
+    shown = instant.isoformat() if instant is not None else stamp
+    with translation.override(settings.LANGUAGE_CODE):
+        return gettext("%(name)s %(value)s lies more than %(seconds)d seconds in the future") % {
+            "name": "updated_at",
+            "value": shown[:64],
+            "seconds": settings.WEBHOOK_MAX_FUTURE_SECONDS,
+        }
 
 
 def _missing_alert(label: str) -> str:
@@ -259,6 +274,7 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
         and ad_group_id != broken
     )
     ended = f"{late:.1f} s" if late is not None else "-"
+    refused, froze, future_truth = _far_future(scenario, truth, facts, report)
     return [
         Row(
             "ad groups: watched + promotion (paused / enabled)",
@@ -271,6 +287,13 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
             0,
         ),
         Row("final status differs from the truth", len(wrong), 0),
+        Row(
+            "far-future levels stored `invalid` with their reason",
+            f"{refused} / {len(truth.far_future)}",
+            f"{len(truth.far_future)} / {len(truth.far_future)}",
+        ),
+        Row("  their ad groups by the real levels (paused / enabled)", future_truth),
+        Row(f"far-future levels refused ({refused}): ad groups they froze", froze, 0),
         Row("last applied action differs from the Ads stand-in", len(disagree), 0),
         Row(
             f"ad group {broken}, removed in Google Ads, in the system",
@@ -287,6 +310,39 @@ def _ad_groups(scenario: Scenario, truth: Truth, facts: Facts, report: Report) -
         ),
         Row(f"promotion, {ended} after its local wall-clock end", promotion.get("status"), "ended"),
     ]
+
+
+def _far_future(
+    scenario: Scenario, truth: Truth, facts: Facts, report: Report
+) -> tuple[int, int, str]:
+    """(levels from the future stored `invalid` with their reason, ad groups of their items
+    whose status before or after reconciling is not the real levels', their truth's mix)."""
+    rows_by_key = {_key_of(row): row for row in facts.snapshot.deliveries}
+    sends = {send.key: send for send in scenario.sends}
+    refused = 0
+    for key in truth.far_future:
+        row = rows_by_key.get(key)
+        reason = _future_reason(payloads.future_stamp(sends[key], facts.t0))
+        if row is not None and row["status"] == "invalid" and row["last_error"] == reason:
+            refused += 1
+        else:
+            shown = (row["status"], row["last_error"][:160]) if row else "not stored"
+            report.details.append(f"far-future level {key}: {shown} (truth invalid: {reason})")
+    groups = sorted({group for groups in truth.far_future.values() for group in groups})
+    froze = []
+    for ad_group_id in groups:
+        before, final = facts.before.get(ad_group_id), facts.ads_statuses.get(ad_group_id)
+        if (
+            before != truth.delivered_ad_groups[ad_group_id]
+            or final != truth.ad_groups[ad_group_id]
+        ):
+            froze.append(ad_group_id)
+            report.details.append(
+                f"far-future item's ad group {ad_group_id}: {before} before reconciling, "
+                f"{final} after (real levels say {truth.delivered_ad_groups[ad_group_id]}, "
+                f"{truth.ad_groups[ad_group_id]})"
+            )
+    return refused, len(froze), _mix({group: truth.ad_groups[group] for group in groups})
 
 
 def _mix(statuses: dict[str, str]) -> str:

@@ -7,7 +7,8 @@ reached the system too: a checkout whose every version was dropped is unknown, a
 order cannot stop a reminder. The arm comes from `automation.decisions.choose_reminder` with
 the shop's own margin rules and probabilities: the expected-value rule itself is not re-derived.
 A checkout the holdout draw (`automation.decisions.in_holdout`, the shop's salt and share)
-keeps from a mail is due nothing: its arm is `holdout`.
+keeps from a mail is due nothing: its arm is `holdout`. A level stamped in the future is no
+level at all: it must be refused, and the real levels alone decide its item's ad groups.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from . import shop
 from .generator import (
     OPENING_AT,
     CheckoutVersion,
+    FutureLevel,
     LevelChange,
     OrderPlaced,
     Scenario,
@@ -51,6 +53,9 @@ class Truth:
     delivered_ad_groups: dict[str, str | None]
     reminders: dict[str, Reminder]
     consenting: frozenset[str]
+    # the far-future levels' keys, each with its item's ad groups: refused `invalid`, they
+    # must leave those ad groups to the real levels
+    far_future: dict[str, tuple[str, ...]]
 
     @property
     def due(self) -> dict[str, Reminder]:
@@ -89,7 +94,12 @@ def derive(scenario: Scenario) -> Truth:
         )
     reminders = _reminders(scenario)
     consenting = frozenset(c.email for c in scenario.checkouts if c.consent and c.email)
-    return Truth(final, ad_groups, before, reminders, consenting)
+    far_future = {
+        send.key: tuple(g.ad_group_id for g in scenario.watched if g.item == send.event.item)
+        for send in scenario.sends
+        if isinstance(send.event, FutureLevel)
+    }
+    return Truth(final, ad_groups, before, reminders, consenting, far_future)
 
 
 def _levels(
