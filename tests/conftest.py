@@ -43,6 +43,7 @@ def _each_test_starts_in_the_default_language():
     translation.deactivate()
 
 
+@pytest.fixture(autouse=True)
 def _shop_has_an_imprint(request):
     """Reminders need the merchant's imprint; tests/test_reminder_text.py takes it away."""
     give_imprint(request)

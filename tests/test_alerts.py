@@ -96,7 +96,9 @@ def test_of_workers_deciding_at_once_exactly_one_mails():
     assert AlertSlot.objects.get(kind="race").held == racers - 1
 
 
-def test_a_reminder_whose_retries_are_spent_sends_one_alert(client, run_worker, settings):
+def test_a_reminder_whose_retries_are_spent_sends_one_alert(
+    client, run_worker, settings, not_bought
+):
     settings.EMAIL_BACKEND = "tests.mail_backends.AlertsOnlyBackend"
     post_shopify(client, checkout_body(), topic="checkouts/update")
     run_worker()

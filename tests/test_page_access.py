@@ -79,6 +79,8 @@ CALLS = [
     Call("admin:automation_heldchange_apply_all", data={"confirm": "yes"}, about="held"),
     Call("admin:automation_heldchange_discard_all", "get"),
     Call("admin:automation_heldchange_discard_all", data={"confirm": "yes"}, about="held"),
+    Call("admin:automation_remindersettings_preview", "get", reads=True),
+    Call("admin:automation_remindersettings_test_mail", data={"arm": "plain"}),
 ]
 OWN_ADDRESS_PAGE = "setup-email"
 """Every staff user may give their own address (for the alerts), and only their own."""

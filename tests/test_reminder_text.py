@@ -16,7 +16,7 @@ from tests.signing import post_shopify
 from tests.support.imprint import TEST_IMPRINT
 from tests.test_checkouts import EMAIL, checkout_body
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 PREVIEW = "/admin/automation/remindersettings/preview/"

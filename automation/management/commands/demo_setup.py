@@ -92,8 +92,8 @@ class Command(BaseCommand):
         user.save()
         login = f"Admin login: {ADMIN_URL}  user: admin  password: {password}"
         write_private(var_file(LOGIN_FILE), login + "\n")
-        self.stdout.write(self.style.SUCCESS(login))
         self.stdout.write(f"Test mails go to {user.email}")
+        self.stdout.write(self.style.SUCCESS(login))
 
     def _history(self) -> None:
         logging.disable(logging.INFO)  # not a log line per demo delivery
