@@ -14,6 +14,7 @@ from django.contrib.admin.apps import AdminConfig
 from django.db.models.base import ModelBase
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 
@@ -158,8 +159,12 @@ class ShopAdminSite(admin.AdminSite):
                 {
                     "name": title,
                     "app_label": name,
-                    # The caption links to the section's first list: a section has no page.
-                    "app_url": entries[0]["admin_url"] or "",
+                    # The caption links to the section's first list the user may open (a
+                    # section has no page of its own), else to the start page.
+                    "app_url": next(
+                        (e["admin_url"] for e in entries if e["admin_url"]),
+                        reverse("admin:index", current_app=self.name),
+                    ),
                     "has_module_perms": True,
                     "models": entries,
                 }

@@ -428,7 +428,7 @@ def test_the_page_loads_nothing_from_other_hosts(staff_client, winterzauber):
     assert [url for url in absolute if not url.startswith("http://testserver/")] == []
     references = re.findall(r"""\b(?:src|href|action|xlink:href)\s*=\s*["']([^"']*)""", html)
     assert references, "expected the admin's own links and assets"
-    assert all(ref.startswith(("/", "#", "?")) for ref in references), references
+    assert [ref for ref in references if not ref.startswith(("/", "#", "?"))] == []
     assert "@import" not in html and "url(" not in html
 
 
