@@ -24,6 +24,7 @@ from .db_timeouts import intake_transaction
 from .exceptions import InvalidPayload, PermanentError
 from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
 from .log_context import delivery_context
+from .masking import mask_secrets
 from .models import Delivery
 from .queues import LIVE_JOB_STATES, default_queue, job_is_alive, job_states
 from .sources import Incoming, load_body
@@ -661,4 +662,5 @@ def storable(text: str) -> str:
 
 
 def _describe(err: BaseException) -> str:
-    return storable(f"{type(err).__name__}: {err}"[:2000])
+    """The error as stored and shown: a vendor's echo of a token never reaches a page."""
+    return storable(mask_secrets(f"{type(err).__name__}: {err}")[:2000])

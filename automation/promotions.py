@@ -18,6 +18,7 @@ from django.utils.translation import ngettext
 
 from . import alerts
 from .exceptions import TransientAdsError
+from .masking import mask_secrets
 from .models import AdGroupAction, Promotion
 from .stock import apply
 
@@ -162,7 +163,7 @@ def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
         ).update(
             **{ran_field: now, f"{edge}_late_seconds": max(late, 0.0)},
             status=Promotion.Status.RUNNING if edge == "start" else Promotion.Status.ENDED,
-            last_error="; ".join(errors)[:2000],
+            last_error=mask_secrets("; ".join(errors))[:2000],
         )
     if won and errors:
         alerts.send(

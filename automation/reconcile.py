@@ -24,6 +24,7 @@ from django.utils import timezone
 from . import alerts, claims, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError
 from .exceptions import PermanentAdsError, TransientAdsError
+from .masking import mask_secrets
 from .models import AdGroupAction, AdGroupState, Delivery, ReconcileRun, WatchedProduct
 from .sources.shopify_inventory import LevelUpdate
 from .stock import apply, catalogue, drift, facts, levels
@@ -120,6 +121,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
     run.bodies_dropped = drop_old_bodies()
     run.finished_at = timezone.now()
     run.duration_seconds = round(time.monotonic() - started, 3)
+    run.errors = [mask_secrets(error) for error in run.errors]  # shown on pages and mailed
     run.save()
     if run.corrections or run.errors or run.subscriptions_created or run.held:
         alerts.send(
