@@ -15,8 +15,9 @@ from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
 from tests.support.imprint import give_imprint
 
-# `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile.
-pytest_plugins = ["tests.support.vendors"]
+# `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile; `processes` and
+# `nginx_installed`: the documented stack (gunicorn behind the committed nginx).
+pytest_plugins = ["tests.support.vendors", "tests.support.stack"]
 
 # gRPC reads its TLS trust roots once, at the first channel: trust the stand-in's cert first.
 trust_standin_cert()

@@ -17,9 +17,7 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -29,9 +27,9 @@ from django.db import connection
 from automation.models import Delivery
 from automation.sources.shopify import sign
 from automation.views import STORAGE_RETRY_AFTER
-from bench.servers import GUNICORN_WORKERS, Processes, start_nginx
+from bench.servers import GUNICORN_WORKERS, start_nginx
 from tests.signing import SECRET, SHOP
-from tests.support.stack import require_nginx, start_pool
+from tests.support.stack import start_pool
 
 WEBHOOKS = 20  # five times the workers: most wait in gunicorn's backlog behind the first four
 TOPIC = "inventory_levels/update"
@@ -45,19 +43,9 @@ HOLD_AT_MOST_S = 3 * SHOPIFY_LIMIT_S  # without limits the lock ends here, not t
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.servers,
+    pytest.mark.usefixtures("nginx_installed"),
     pytest.mark.postgres(reason="a second connection holding a table lock (LOCK TABLE)"),
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _nginx_installed() -> None:
-    require_nginx()
-
-
-@pytest.fixture
-def processes(tmp_path: Path, redis) -> Iterator[Processes]:
-    with Processes(tmp_path) as procs:
-        yield procs
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ missing nginx fails the test instead.
 
 import asyncio
 import http.client
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,25 +20,18 @@ import pytest
 from bench.servers import Processes, Server, start_nginx
 from bench.slow_clients import LIMIT_S, attack, delivery
 from tests.signing import SECRET, SHOP
-from tests.support.stack import require_nginx, start_pool
+from tests.support.stack import start_pool
 
 SLOW = 20  # five times the workers
 RATE = 10.0
 SECONDS = 4.0
 SETTLE = 1.5  # the slow clients have connected and sent their headers
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.servers]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _nginx_installed() -> None:
-    require_nginx()
-
-
-@pytest.fixture
-def processes(tmp_path: Path, redis) -> Iterator[Processes]:
-    with Processes(tmp_path) as procs:
-        yield procs
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.servers,
+    pytest.mark.usefixtures("nginx_installed"),
+]
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from automation.sources.shopify import sign
 from bench.servers import GUNICORN_WORKERS, Processes, Server, start_nginx
 from bench.slow_clients import LIMIT_S
 from tests.signing import SECRET, SHOP
-from tests.support.stack import require_nginx, start_pool
+from tests.support.stack import start_pool
 
 PICKER_TIMEOUT = 1.0  # VENDOR_INTERACTIVE_TIMEOUT of the admin pool
 SHOPIFY_DELAY = PICKER_TIMEOUT + 2.0  # the stand-in answers after the picker gave up
@@ -44,18 +44,11 @@ GAP = 0.25  # seconds between two webhooks
 PICKER_URL = "/admin/setup/pick/products/?q=Nordlicht"
 TOPIC = "inventory_levels/update"
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _nginx_installed() -> None:
-    require_nginx()
-
-
-@pytest.fixture
-def processes(tmp_path: Path, redis) -> Iterator[Processes]:
-    with Processes(tmp_path) as procs:
-        yield procs
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.servers,
+    pytest.mark.usefixtures("nginx_installed"),
+]
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ Debian's nginx, which CI installs (a missing nginx fails them under CI=true).
 """
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,16 @@ def start_pool(
     return start_gunicorn(
         processes, env=env, name=name, ready_path="/healthz", ready_statuses=(200, 503)
     )
+
+
+@pytest.fixture(scope="module")
+def nginx_installed() -> None:
+    """Skip (or fail under CI=true) a module's tests without nginx: use it in `pytestmark`."""
+    require_nginx()
+
+
+@pytest.fixture
+def processes(tmp_path: Path, redis) -> Iterator[Processes]:
+    """The servers a test starts, stopped (and their logs kept in tmp_path) when it ends."""
+    with Processes(tmp_path) as procs:
+        yield procs
