@@ -82,6 +82,9 @@ SETUP_ACTIONS: dict[str, Rule] = {
     "google_ads_test": all_of("automation.view_adgroup", "automation.change_adgroup"),
     # Sends a mail through the reminders' mail set-up.
     "email_test": all_of("automation.view_remindersettings", "automation.change_remindersettings"),
+    # Stores the connection settings entered on the page (secrets encrypted).
+    "shopify_save": all_of("automation.view_delivery", "automation.change_connectionsettings"),
+    "google_ads_save": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
 }
 ALERT_RECIPIENTS = all_of("automation.change_remindersettings")
 """Who gets alerts (people's addresses): for those who run the mail set-up, not every reader."""

@@ -23,6 +23,7 @@ from automation.models import (
     AdGroup,
     AdGroupAction,
     BrakeEpisode,
+    ConnectionSettings,
     HeldChange,
     Product,
     Variant,
@@ -143,6 +144,7 @@ def rows() -> dict[str, object]:
         "held": sorted(HeldChange.objects.values_list("pk", "resolution")),
         "actions": AdGroupAction.objects.count(),
         "catalogue": (Product.objects.count(), Variant.objects.count()),
+        "connections": ConnectionSettings.objects.count(),
     }
 
 
@@ -236,7 +238,8 @@ def test_a_superuser_passes_every_rule(client, world, shop):  # noqa: F811
 
     setup = client.get(reverse("setup"), **EN).content.decode()
 
-    assert setup.count('name="action"') == 3  # "Set up now" appears after a test
+    # three tests and two connection forms; "Set up now" appears after a test
+    assert setup.count('name="action"') == 5
     assert ALERTS in setup
 
 
@@ -269,6 +272,16 @@ ALLOWED: list[tuple[Call, tuple[str, ...], Ran]] = [
         _setup("email_test"),
         ("view_remindersettings", "change_remindersettings"),
         lambda world, shopify, ads, page: len(mail.outbox) == 1,
+    ),
+    (
+        _setup("shopify_save"),
+        ("view_delivery", "change_connectionsettings"),
+        lambda world, shopify, ads, page: ConnectionSettings.objects.exists(),
+    ),
+    (
+        _setup("google_ads_save"),
+        ("view_adgroup", "change_connectionsettings"),
+        lambda world, shopify, ads, page: ConnectionSettings.objects.exists(),
     ),
     (
         Call("setup-pick-products", "get", {"q": "winter"}),

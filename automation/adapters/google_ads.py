@@ -126,8 +126,10 @@ def build_client(
     use_proto_plus: bool = True,
     login_customer_id: str | None = None,
     config_path: str | None = None,
+    stored: dict[str, str] | None = None,
 ) -> GoogleAdsClient:
-    """Load from YAML if configured, else GOOGLE_ADS_* env (refreshes OAuth over the network).
+    """Load from YAML if configured, else GOOGLE_ADS_* env over `stored` (the SDK's config keys
+    entered on the set-up page), refreshing OAuth over the network.
 
     The SDK requires `use_proto_plus` (google/ads/googleads/config.py: _REQUIRED_KEYS); from the
     environment it comes from our setting GOOGLE_ADS_USE_PROTO_PLUS (default True), from a YAML
@@ -138,7 +140,7 @@ def build_client(
         if path:
             client = GoogleAdsClient.load_from_storage(path, version=API_VERSION)
         else:
-            config = {**_sdk_environment(), "use_proto_plus": use_proto_plus}
+            config = {**(stored or {}), **_sdk_environment(), "use_proto_plus": use_proto_plus}
             client = GoogleAdsClient.load_from_dict(config, version=API_VERSION)
     except auth_exceptions.TransportError as err:
         raise TransientAdsError(f"OAUTH_TRANSPORT_ERROR: {err}") from err

@@ -1,11 +1,12 @@
 """The newest stock level we know per inventory item and location, and the Google Ads id checks
 shared by every model that names an ad group."""
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+
+from .. import connections
 
 customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
 ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a number."))
@@ -13,7 +14,7 @@ ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a num
 
 def default_customer_id() -> str:
     """The shop's Google Ads account, so the merchant rarely has to type it."""
-    return settings.GOOGLE_ADS_CUSTOMER_ID
+    return connections.current().google_ads_customer_id.value
 
 
 class StockLevel(models.Model):

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Max
+from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 
-from .. import shopify_access
+from .. import connections, reconcile, shopify_access
 from ..adapters import google_ads
 from ..models import AdGroup, Delivery
 
@@ -47,6 +48,7 @@ class Section:
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     result: object = None  # the probe of a test button just pressed (probes.Probe)
+    form: object = None  # the connection's settings form (connect.ConnectionForm), if editable
 
     def lack(self, text: str, light: Light = Light.RED) -> None:
         """Something is missing; the light turns `light` unless it is already worse."""
@@ -88,14 +90,16 @@ def shopify() -> Section:
     if kind is None:
         section.lack(
             _(
-                "Admin API access is missing: set SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET "
-                "(apps from the Dev Dashboard) or SHOPIFY_ADMIN_TOKEN (older apps). Without it "
+                "Admin API access is missing: enter the client id and client secret of the "
+                "app from Shopify's Dev Dashboard below (or set SHOPIFY_CLIENT_ID and "
+                "SHOPIFY_CLIENT_SECRET, or SHOPIFY_ADMIN_TOKEN for older apps). Without it "
                 "there is no nightly stock check and no product search."
             ),
             Light.YELLOW,
         )
     else:
         section.facts.append((_("Shop address for the Admin API"), settings.SHOPIFY_ADMIN_URL))
+    section.facts.append((_("Webhook address"), reconcile.callback_url()))
     managed = shopify_access.webhooks_managed_by()
     section.facts.append(
         (
@@ -124,20 +128,21 @@ def google_ads_section() -> Section:
             ),
             Light.YELLOW,
         )
-    customer = settings.GOOGLE_ADS_CUSTOMER_ID
+    values = connections.current()
+    customer = values.google_ads_customer_id.value
     section.facts.append((_("Account (customer id)"), customer or _("not set")))
-    if not customer:
-        section.lack(
-            _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID (10 digits)."),
-            Light.RED if live else Light.YELLOW,
+    if values.google_ads_login_customer_id:
+        section.facts.append(
+            (_("Manager account (login customer id)"), values.google_ads_login_customer_id.value)
         )
-    source = google_ads.credentials_source()
+    source = credentials_source(values)
     section.facts.append(
         (
             _("Credentials"),
             {
                 "file": _("set (configuration file)"),
                 "environment": _("set (GOOGLE_ADS_* variables)"),
+                "database": _("set (entered on this page)"),
                 None: _("not set"),
             }[source],
         )
@@ -145,11 +150,19 @@ def google_ads_section() -> Section:
     if source is None:
         section.lack(
             _(
-                "The Google Ads credentials are missing: set GOOGLE_ADS_DEVELOPER_TOKEN, "
-                "GOOGLE_ADS_CLIENT_ID, GOOGLE_ADS_CLIENT_SECRET and GOOGLE_ADS_REFRESH_TOKEN "
-                "(or GOOGLE_ADS_CONFIGURATION_FILE_PATH)."
+                "Not connected: enter the developer token and the OAuth client below, then "
+                "press \u201cConnect with Google\u201d (or set GOOGLE_ADS_DEVELOPER_TOKEN, "
+                "GOOGLE_ADS_CLIENT_ID, GOOGLE_ADS_CLIENT_SECRET and GOOGLE_ADS_REFRESH_TOKEN, "
+                "or GOOGLE_ADS_CONFIGURATION_FILE_PATH)."
             ),
-            Light.RED if live else Light.YELLOW,
+        )
+    if not customer:
+        section.lack(
+            _(
+                "The Google Ads account is missing: choose it below after connecting "
+                "(or set GOOGLE_ADS_CUSTOMER_ID, 10 digits)."
+            ),
+            Light.RED if live or source is None else Light.YELLOW,
         )
     mapped = AdGroup.objects.filter(watched_products__enabled=True).distinct().count()
     section.facts.append((_("Ad groups watched"), str(mapped)))
@@ -216,10 +229,25 @@ def stripe() -> Section:
     elif not Delivery.objects.filter(source=Delivery.Source.STRIPE).exists():
         section.lack(
             _("No event has arrived yet: check that the endpoint in Stripe points to %(url)s.")
-            % {"url": f"{settings.PUBLIC_BASE_URL}/webhooks/stripe/"},
+            % {"url": f"{settings.PUBLIC_BASE_URL}{reverse('stripe-webhook')}"},
             Light.YELLOW,
         )
     return section
+
+
+def credentials_source(values: connections.Connection) -> str | None:
+    """Where the Ads client's credentials come from: "file", "environment", "database" or None.
+
+    Complete means a developer token and a refresh token (the OAuth client comes with it).
+    """
+    if google_ads.credentials_source() == "file":
+        return "file"
+    needed = (values.google_ads_developer_token, values.google_ads_refresh_token)
+    if not all(needed):
+        return None
+    if all(value.from_environment for value in needed):
+        return "environment"
+    return "database"
 
 
 def last_delivery(source: str) -> str:

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import page_access, shopify_access
-from . import checks, pickers, probes
+from . import checks, connect, pickers, probes
 
 # POSTed `action` → (section it belongs to, the probe to run for the signed-in user)
 ACTIONS: dict[str, tuple[str, Callable[[HttpRequest], probes.Probe]]] = {
@@ -25,7 +25,25 @@ ACTIONS: dict[str, tuple[str, Callable[[HttpRequest], probes.Probe]]] = {
     "shopify_webhooks": ("shopify", lambda request: probes.set_up_webhooks()),
     "google_ads_test": ("google_ads", lambda request: probes.try_google_ads()),
     "email_test": ("email", lambda request: probes.send_test_mail(request.user.email)),
+    "shopify_save": ("shopify", lambda request: _save(request, "shopify")),
+    "google_ads_save": ("google_ads", lambda request: _save(request, "google_ads")),
 }
+
+
+def _save(request: HttpRequest, section: str) -> probes.Probe:
+    """Store the section's connection form; its errors as the result's lines."""
+    form = connect.FORMS[section](request.POST)
+    if not form.is_valid():
+        lines = [
+            f"{form.fields[name].label}: {' '.join(errors)}"
+            for name, errors in form.errors.items()
+            if name in form.fields
+        ]
+        return probes.Probe(False, _("Not saved."), lines)
+    changed = form.save()
+    if not changed:
+        return probes.Probe(True, _("Nothing changed."))
+    return probes.Probe(True, _("Saved."))
 
 
 @page_access.requires(page_access.SETUP)
@@ -48,13 +66,16 @@ def setup(request: HttpRequest) -> HttpResponse:
         for section in checks.sections(request.user.email, alert_recipients=recipients)
         if section.key in visible
     ]
+    actions = page_access.allowed(request.user, page_access.SETUP_ACTIONS)
     for section in sections:
         section.result = results.get(section.key)
+        if f"{section.key}_save" in actions:
+            section.form = connect.FORMS[section.key]()
     context = {
         **admin.site.each_context(request),
         "title": _("Set-up"),
         "sections": sections,
-        "actions": page_access.allowed(request.user, page_access.SETUP_ACTIONS),
+        "actions": actions,
         "webhooks_managed_here": _webhooks_managed_here(),
     }
     return render(request, "admin/setup.html", context)
