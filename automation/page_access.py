@@ -85,7 +85,12 @@ SETUP_ACTIONS: dict[str, Rule] = {
     # Stores the connection settings entered on the page (secrets encrypted).
     "shopify_save": all_of("automation.view_delivery", "automation.change_connectionsettings"),
     "google_ads_save": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
+    # Signs in with Google and stores the refresh token; choosing the account stores its ids.
+    "google_connect": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
+    "google_ads_account": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
 }
+GOOGLE_SIGN_IN = SETUP_ACTIONS["google_connect"]
+"""Google's callback finishes the sign-in "google_connect" started."""
 ALERT_RECIPIENTS = all_of("automation.change_remindersettings")
 """Who gets alerts (people's addresses): for those who run the mail set-up, not every reader."""
 

@@ -70,6 +70,7 @@ CALLS = [
     *(Call("setup", data={"action": action}) for action in setup_views.ACTIONS),
     Call("setup-pick-products", "get", {"q": "winter"}),
     Call("setup-pick-ad-groups", "get", {"q": "winter"}),
+    Call("setup-google-callback", "get", {"state": "s", "code": "c"}),
     Call("dashboard-demo-remove"),
     Call("admin:automation_watchedproduct_manual", "get", about="product"),
     Call("admin:automation_watchedproduct_manual", data={"reason": "Test"}, about="product"),
@@ -238,8 +239,8 @@ def test_a_superuser_passes_every_rule(client, world, shop):  # noqa: F811
 
     setup = client.get(reverse("setup"), **EN).content.decode()
 
-    # three tests and two connection forms; "Set up now" appears after a test
-    assert setup.count('name="action"') == 5
+    # three tests, two connection forms, "Connect with Google"; "Set up now" after a test
+    assert setup.count('name="action"') == 6
     assert ALERTS in setup
 
 
@@ -282,6 +283,11 @@ ALLOWED: list[tuple[Call, tuple[str, ...], Ran]] = [
         _setup("google_ads_save"),
         ("view_adgroup", "change_connectionsettings"),
         lambda world, shopify, ads, page: ConnectionSettings.objects.exists(),
+    ),
+    (
+        _setup("google_connect"),
+        ("view_adgroup", "change_connectionsettings"),
+        lambda world, shopify, ads, page: "Enter the OAuth client id" in page,
     ),
     (
         Call("setup-pick-products", "get", {"q": "winter"}),

@@ -8,4 +8,5 @@ urlpatterns = [
     path("", views.setup, name="setup"),
     path("pick/products/", views.pick_products, name="setup-pick-products"),
     path("pick/ad-groups/", views.pick_ad_groups, name="setup-pick-ad-groups"),
+    path("google/callback/", views.google_callback, name="setup-google-callback"),
 ]
