@@ -87,6 +87,9 @@ SETUP_ACTIONS: dict[str, Rule] = {
     "google_ads_save": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
     # Signs in with Google and stores the refresh token; choosing the account stores its ids.
     "google_connect": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
+    "google_ads_accounts": all_of(
+        "automation.view_adgroup", "automation.change_connectionsettings"
+    ),
     "google_ads_account": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
 }
 GOOGLE_SIGN_IN = SETUP_ACTIONS["google_connect"]

@@ -209,3 +209,86 @@ def test_a_refresh_token_from_the_environment_wins_and_no_sign_in_starts(
     html = page(admin_client, action="google_connect")
 
     assert "GOOGLE_ADS_REFRESH_TOKEN is set in the environment" in section(html, "google_ads")
+
+
+# --- choosing the account ----------------------------------------------------------------------
+
+MANAGER, SHOP_ACCOUNT, OTHER_SHOP, DIRECT = "1112223334", "5556667778", "9990001112", "4445556667"
+
+
+@pytest.fixture
+def accounts(google_ads):
+    """The sign-in reaches a manager (with the shop's account and another) and one account
+    directly."""
+    google_ads.accessible = [MANAGER, DIRECT]
+    google_ads.add_account(MANAGER, "Agentur MCC", manager=True, clients=(SHOP_ACCOUNT, OTHER_SHOP))
+    google_ads.add_account(SHOP_ACCOUNT, "Elbkerzen Shop")
+    google_ads.add_account(OTHER_SHOP, "Anderer Laden")
+    google_ads.add_account(DIRECT, "Elbkerzen Test")
+    yield google_ads
+    google_ads.reset_search()
+
+
+def test_after_signing_in_the_reachable_accounts_are_offered(admin_client, google, accounts):
+    asked = start(admin_client)
+
+    ads = section(back(admin_client, state=asked["state"], code="4/standin-code"), "google_ads")
+
+    assert "Connected with Google" in ads
+    assert f'value="{SHOP_ACCOUNT}:{MANAGER}"' in ads and f'value="{OTHER_SHOP}:{MANAGER}"' in ads
+    assert f'value="{DIRECT}:"' in ads
+    assert f'value="{MANAGER}:' not in ads  # a manager has no ad groups of its own
+    (listing,) = accounts.accessible_calls
+    assert "login-customer-id" not in listing.metadata
+    logins = {call.metadata.get("login-customer-id") for call in accounts.searches}
+    assert logins == {MANAGER, DIRECT}
+
+
+def test_choosing_an_account_stores_it_with_its_manager(admin_client, google, accounts):
+    html = page(admin_client, action="google_ads_account", account=f"{SHOP_ACCOUNT}:{MANAGER}")
+
+    assert "Elbkerzen Shop" in section(html, "google_ads")
+    values = connections.current()
+    assert values.google_ads_customer_id.value == SHOP_ACCOUNT
+    assert values.google_ads_login_customer_id.value == MANAGER
+
+
+def test_an_account_reached_directly_is_stored_without_a_manager(admin_client, google, accounts):
+    connections.store(google_ads_login_customer_id=MANAGER)
+
+    page(admin_client, action="google_ads_account", account=f"{DIRECT}:")
+
+    values = connections.current()
+    assert values.google_ads_customer_id.value == DIRECT
+    assert not values.google_ads_login_customer_id
+
+
+@pytest.mark.parametrize(
+    "value", [f"{MANAGER}:", f"{SHOP_ACCOUNT}:{DIRECT}", "1234567890:", "x", f"{SHOP_ACCOUNT}"]
+)
+def test_an_account_the_sign_in_does_not_reach_is_refused(admin_client, google, accounts, value):
+    html = page(admin_client, action="google_ads_account", account=value)
+
+    assert not connections.current().google_ads_customer_id
+    ads = section(html, "google_ads")
+    assert "not among those" in ads or "Choose one of the accounts listed" in ads
+
+
+def test_a_customer_id_from_the_environment_is_not_replaced(
+    admin_client, google, accounts, settings
+):
+    settings.GOOGLE_ADS_CUSTOMER_ID = "1231231234"
+
+    html = page(admin_client, action="google_ads_account", account=f"{DIRECT}:")
+
+    assert "GOOGLE_ADS_CUSTOMER_ID is set in the environment" in section(html, "google_ads")
+    assert connections.current().google_ads_customer_id.value == "1231231234"
+
+
+def test_a_failing_listing_is_shown_in_words(admin_client, google, accounts):
+    accounts.search_behaviour = "permanent"
+
+    html = page(admin_client, action="google_ads_accounts")
+
+    ads = section(html, "google_ads")
+    assert 'name="account"' not in ads and "setup-result failed" in ads

@@ -290,6 +290,11 @@ ALLOWED: list[tuple[Call, tuple[str, ...], Ran]] = [
         lambda world, shopify, ads, page: "Enter the OAuth client id" in page,
     ),
     (
+        _setup("google_ads_accounts"),
+        ("view_adgroup", "change_connectionsettings"),
+        lambda world, shopify, ads, page: bool(ads.accessible_calls),
+    ),
+    (
         Call("setup-pick-products", "get", {"q": "winter"}),
         ("add_watchedproduct",),
         lambda world, shopify, ads, page: "Winterzauber" in page,

@@ -49,6 +49,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
     result: object = None  # the probe of a test button just pressed (probes.Probe)
     form: object = None  # the connection's settings form (connect.ConnectionForm), if editable
+    signed_in: bool = False  # Google Ads: credentials complete, an account may be chosen
 
     def lack(self, text: str, light: Light = Light.RED) -> None:
         """Something is missing; the light turns `light` unless it is already worse."""
@@ -136,6 +137,7 @@ def google_ads_section() -> Section:
             (_("Manager account (login customer id)"), values.google_ads_login_customer_id.value)
         )
     source = credentials_source(values)
+    section.signed_in = source is not None
     section.facts.append(
         (
             _("Credentials"),

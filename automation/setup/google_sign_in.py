@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 
 from django.conf import settings
 from django.contrib.sessions.backends.base import SessionBase
@@ -17,7 +18,9 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from .. import ads, connections
-from ..adapters import google_oauth
+from ..adapters import google_ads, google_oauth
+from .failures import explain
+from .probes import Probe
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +91,7 @@ def finish(session: SessionBase, params: dict[str, str]) -> None:
     except google_oauth.SignInFailed as err:
         logger.warning("Google sign-in failed: %s", err.reason)
         raise NotReady(_SIGN_IN_FAILURES.get(err.reason, _SIGN_IN_FAILURES["refused"])()) from err
-    connections.store(google_ads_refresh_token=token)
-    ads.google_client.cache_clear()
+    connections.store(google_ads_refresh_token=token)  # ads.google_client() builds anew
     logger.info("Google sign-in completed: refresh token stored")
 
 
@@ -108,3 +110,61 @@ _SIGN_IN_FAILURES = {
         "Access to Google Ads was not granted: connect again and allow it."
     ),
 }
+
+
+# --- choosing the account ------------------------------------------------------------------
+
+ACCOUNT_VALUE = re.compile(r"(?P<customer>\d{10}):(?P<login>\d{10})?")
+"""A choice as the page posts it: "customer id:manager id" (the manager empty if none)."""
+
+
+def account_value(choice: google_ads.AccountChoice) -> str:
+    return f"{choice.customer_id}:{choice.login_customer_id}"
+
+
+def accounts() -> Probe:
+    """The accounts the sign-in reaches, to choose from (a result for the Google Ads section)."""
+    try:
+        found = google_ads.accessible_accounts(
+            ads.google_client_for_page(), timeout=settings.VENDOR_INTERACTIVE_TIMEOUT
+        )
+    except Exception as err:  # noqa: BLE001 (every failure becomes a sentence, never a 500)
+        return Probe(False, explain(err))
+    if not found:
+        return Probe(False, _("This Google sign-in reaches no Google Ads account."))
+    return Probe(True, _("Choose the account whose ad groups are switched."), accounts=found)
+
+
+def choose_account(value: str) -> Probe:
+    """Store the chosen account and its manager, if the sign-in really reaches that pair."""
+    values = connections.current()
+    if values.google_ads_customer_id.from_environment:
+        return Probe(
+            False,
+            _("GOOGLE_ADS_CUSTOMER_ID is set in the environment and wins: change it there."),
+        )
+    match = ACCOUNT_VALUE.fullmatch(value.strip())
+    if match is None:
+        return Probe(False, _("Choose one of the accounts listed."))
+    listing = accounts()
+    if not listing.ok:
+        return listing
+    chosen = next((c for c in listing.accounts if account_value(c) == match[0]), None)
+    if chosen is None:
+        listing.ok = False
+        listing.message = _("This account is not among those your Google sign-in reaches.")
+        return listing
+    connections.store(
+        google_ads_customer_id=chosen.customer_id,
+        google_ads_login_customer_id=chosen.login_customer_id,
+    )
+    logger.info(
+        "Google Ads account chosen: %s (manager %s)",
+        chosen.customer_id,
+        chosen.login_customer_id or "-",
+    )
+    return Probe(
+        True,
+        _("Saved: the account “%(name)s” (%(id)s).")
+        % {"name": chosen.name, "id": chosen.customer_id},
+    )

@@ -29,6 +29,7 @@ class Probe:
     message: str
     lines: list[str] = field(default_factory=list)
     offer_webhook_setup: bool = False  # show "Set up now" (missing subscriptions we may create)
+    accounts: list[google_ads.AccountChoice] = field(default_factory=list)  # to choose from
 
 
 def ad_group_status_text(status: str) -> str:

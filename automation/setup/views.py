@@ -29,6 +29,11 @@ ACTIONS: dict[str, tuple[str, Callable[[HttpRequest], probes.Probe | HttpRespons
     "shopify_save": ("shopify", lambda request: _save(request, "shopify")),
     "google_ads_save": ("google_ads", lambda request: _save(request, "google_ads")),
     "google_connect": ("google_ads", lambda request: _start_google_sign_in(request)),
+    "google_ads_accounts": ("google_ads", lambda request: google_sign_in.accounts()),
+    "google_ads_account": (
+        "google_ads",
+        lambda request: google_sign_in.choose_account(request.POST.get("account", "")),
+    ),
 }
 
 
@@ -105,7 +110,12 @@ def _signed_in_result(request: HttpRequest) -> probes.Probe | None:
     found = request.session.pop(SIGNED_IN_KEY, None)
     if not found:
         return None
-    return probes.Probe(bool(found.get("ok")), str(found.get("message", "")))
+    if not found.get("ok"):
+        return probes.Probe(False, str(found.get("message", "")))
+    listing = google_sign_in.accounts()
+    listing.lines.insert(0, listing.message)
+    listing.message = str(found.get("message", ""))
+    return listing
 
 
 @page_access.requires(page_access.GOOGLE_SIGN_IN)
