@@ -225,3 +225,28 @@ def test_the_api_never_answers_a_stored_secret(admin_client, nothing_in_the_envi
         assert response.status_code == 200, url
         assert SECRET not in body and DEVELOPER_TOKEN not in body and OAUTH_SECRET not in body
     assert len(urls) > 5
+
+
+# --- the help -------------------------------------------------------------------------------
+
+
+def test_the_help_says_where_each_value_comes_from(admin_client, dev_shop):
+    html = page(admin_client)
+
+    shopify, ads = section(html, "shopify"), section(html, "google_ads")
+    assert "https://dev.shopify.com/dashboard" in shopify
+    for scope in ("read_products", "read_inventory", "read_orders"):
+        assert scope in shopify
+    assert "protected customer data at level 2" in shopify
+    assert "https://automation.elbkerzen.example/webhooks/shopify/" in shopify
+    assert "https://ads.google.com/aw/apicenter" in ads
+    assert "https://console.cloud.google.com/apis/credentials" in ads
+    assert "https://automation.elbkerzen.example/admin/setup/google/callback/" in ads
+
+
+def test_a_local_public_url_is_named_as_unreachable(admin_client, dev_shop, settings):
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"
+
+    shopify = section(page(admin_client), "shopify")
+
+    assert "PUBLIC_BASE_URL is a local address (http://127.0.0.1:8000)" in shopify

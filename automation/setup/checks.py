@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db.models import Max
@@ -101,6 +102,15 @@ def shopify() -> Section:
     else:
         section.facts.append((_("Shop address for the Admin API"), settings.SHOPIFY_ADMIN_URL))
     section.facts.append((_("Webhook address"), reconcile.callback_url()))
+    if is_local(settings.PUBLIC_BASE_URL):
+        section.lack(
+            _(
+                "PUBLIC_BASE_URL is a local address (%(url)s): Shopify, Stripe and Google cannot "
+                "reach it. Set it to the service's public https address."
+            )
+            % {"url": settings.PUBLIC_BASE_URL},
+            Light.YELLOW,
+        )
     managed = shopify_access.webhooks_managed_by()
     section.facts.append(
         (
@@ -235,6 +245,12 @@ def stripe() -> Section:
             Light.YELLOW,
         )
     return section
+
+
+def is_local(url: str) -> bool:
+    """Whether `url` points at this machine (no vendor can send there)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "0.0.0.0", "::1") or host.startswith("127.")  # noqa: S104
 
 
 def credentials_source(values: connections.Connection) -> str | None:

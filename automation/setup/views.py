@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import page_access, shopify_access
+from .. import page_access, reconcile, shopify_access
 from . import checks, connect, google_sign_in, pickers, probes
 
 # POSTed `action` → (section it belongs to, the probe to run for the signed-in user)
@@ -98,6 +98,8 @@ def setup(request: HttpRequest) -> HttpResponse:
         "sections": sections,
         "actions": actions,
         "webhooks_managed_here": _webhooks_managed_here(),
+        "google_redirect_uri": google_sign_in.redirect_uri(),
+        "shopify_webhook_url": reconcile.callback_url(),
     }
     return render(request, "admin/setup.html", context)
 
