@@ -250,3 +250,39 @@ def test_a_local_public_url_is_named_as_unreachable(admin_client, dev_shop, sett
     shopify = section(page(admin_client), "shopify")
 
     assert "PUBLIC_BASE_URL is a local address (http://127.0.0.1:8000)" in shopify
+
+
+def test_the_google_ads_credentials_entered_are_never_shown(admin_client, dev_shop, caplog):
+    caplog.set_level(logging.DEBUG)
+
+    saved = page(
+        admin_client,
+        action="google_ads_save",
+        google_ads_developer_token=DEVELOPER_TOKEN,
+        google_ads_client_id="1234-shop.apps.googleusercontent.com",
+        google_ads_client_secret=OAUTH_SECRET,
+    )
+    shown = page(admin_client)
+
+    values = connections.current()
+    assert values.google_ads_developer_token.value == DEVELOPER_TOKEN
+    assert values.google_ads_client_secret.value == OAUTH_SECRET
+    assert DEVELOPER_TOKEN not in stored_column("google_ads_developer_token_sealed")
+    for text in (saved, shown, caplog.text):
+        assert DEVELOPER_TOKEN not in text and OAUTH_SECRET not in text
+    assert 'value="1234-shop.apps.googleusercontent.com"' in section(shown, "google_ads")
+
+
+def test_a_secret_sealed_under_a_lost_key_asks_to_be_entered_again(
+    admin_client, dev_shop, settings
+):
+    current_key = settings.SECRET_KEY  # the admin's session is signed with it
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "the-lost-key", []
+    connections.store(shopify_client_id=CLIENT_ID, shopify_client_secret=SECRET)
+    settings.SECRET_KEY = current_key
+    connections.forget()
+
+    shopify = section(page(admin_client), "shopify")
+
+    assert "not readable with this SECRET_KEY: enter it again" in shopify
+    assert shopify_access.access() is None

@@ -163,7 +163,7 @@ def google_ads_section() -> Section:
         section.lack(
             _(
                 "Not connected: enter the developer token and the OAuth client below, then "
-                "press \u201cConnect with Google\u201d (or set GOOGLE_ADS_DEVELOPER_TOKEN, "
+                "press “Connect with Google” (or set GOOGLE_ADS_DEVELOPER_TOKEN, "
                 "GOOGLE_ADS_CLIENT_ID, GOOGLE_ADS_CLIENT_SECRET and GOOGLE_ADS_REFRESH_TOKEN, "
                 "or GOOGLE_ADS_CONFIGURATION_FILE_PATH)."
             ),
