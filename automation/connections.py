@@ -178,6 +178,16 @@ def current() -> Connection:
     return Connection(**{name: _value(field, stored) for name, field in FIELDS.items()})
 
 
+def shopify_webhook_secrets() -> list[str]:
+    """The secrets a Shopify webhook may be signed with: SHOPIFY_WEBHOOK_SECRETS when set (the
+    environment wins), else the app's client secret entered on the page (Shopify signs
+    webhooks with the app's client secret)."""
+    if settings.SHOPIFY_WEBHOOK_SECRETS:
+        return list(settings.SHOPIFY_WEBHOOK_SECRETS)
+    stored = current().shopify_client_secret
+    return [stored.value] if stored.source is Source.DATABASE and stored.value else []
+
+
 def store(**changes: str) -> None:
     """Save the given settings (secrets sealed; "" clears one). Names are FIELDS' keys."""
     unknown = set(changes) - set(FIELDS)

@@ -17,6 +17,7 @@ from django.db import connection
 from automation import connections, masking, secret_box, shopify_access
 from automation.models import ConnectionSettings
 from tests.shopify_standin import CLIENT_ID, ShopifyStandIn
+from tests.signing import post_shopify
 from tests.support import people
 from tests.test_setup import EN, page, section
 
@@ -286,3 +287,27 @@ def test_a_secret_sealed_under_a_lost_key_asks_to_be_entered_again(
 
     assert "not readable with this SECRET_KEY: enter it again" in shopify
     assert shopify_access.access() is None
+
+
+# --- webhooks signed with the secret entered ---------------------------------------------------
+
+
+def test_a_webhook_signed_with_the_client_secret_entered_is_accepted(
+    client, queue, nothing_in_the_environment
+):
+    connections.store(shopify_client_id=CLIENT_ID, shopify_client_secret=SECRET)
+
+    accepted = post_shopify(client, {"id": 1}, secret=SECRET)
+    refused = post_shopify(client, {"id": 2}, secret="shpss_some_other_secret")
+
+    assert accepted.status_code == 200 and refused.status_code == 401
+
+
+def test_webhook_secrets_from_the_environment_win(
+    client, queue, settings, nothing_in_the_environment
+):
+    connections.store(shopify_client_secret=SECRET)
+    settings.SHOPIFY_WEBHOOK_SECRETS = ["shpss_from_the_environment"]
+
+    assert post_shopify(client, {"id": 1}, secret=SECRET).status_code == 401
+    assert post_shopify(client, {"id": 1}, secret="shpss_from_the_environment").status_code == 200

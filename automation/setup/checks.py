@@ -69,13 +69,13 @@ MAIL_BACKENDS_THAT_SEND = frozenset({"django.core.mail.backends.smtp.EmailBacken
 def shopify() -> Section:
     """Webhook secret, shop domain, Admin API access and who owns the webhook subscriptions."""
     section = Section("shopify", _("Shopify"))
-    secrets = settings.SHOPIFY_WEBHOOK_SECRETS
+    secrets = connections.shopify_webhook_secrets()
     section.facts.append((_("Webhook secret"), is_set(secrets)))
     if not secrets:
         section.lack(
             _(
-                "The webhook secret is missing: set SHOPIFY_WEBHOOK_SECRETS to the app's "
-                "client secret, or every webhook from Shopify is refused."
+                "The webhook secret is missing: enter the app's client secret below (or set "
+                "SHOPIFY_WEBHOOK_SECRETS to it), or every webhook from Shopify is refused."
             )
         )
     domains = settings.SHOPIFY_SHOP_DOMAINS
