@@ -10,6 +10,7 @@ merchant enters it again.
 from __future__ import annotations
 
 import base64
+import functools
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
@@ -24,6 +25,7 @@ class SecretUnreadable(Exception):
     """A stored secret that none of the configured keys decrypts."""
 
 
+@functools.lru_cache(maxsize=8)
 def _fernet_key(secret_key: str) -> bytes:
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=HKDF_INFO).derive(
         secret_key.encode()
