@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 from rq import Queue, get_current_job
 
-from . import metrics, rows
+from . import connections, metrics, rows
 from .exceptions import PermanentAdsError, TransientAdsError
 from .models import AdGroupAction, AdGroupState
 
@@ -38,12 +38,44 @@ Source = AdGroupAction.Source
 SENT_RESULTS = (Result.APPLIED, Result.DRY_RUN)
 
 
-@functools.cache
-def google_client() -> Any:
-    """One GoogleAdsClient per process (building it refreshes OAuth; failures are not cached)."""
+# The SDK's config keys of the credentials the set-up page may store (connections.FIELDS).
+_STORED_SDK_KEYS = {
+    "google_ads_developer_token": "developer_token",
+    "google_ads_client_id": "client_id",
+    "google_ads_client_secret": "client_secret",
+    "google_ads_refresh_token": "refresh_token",
+    "google_ads_login_customer_id": "login_customer_id",
+}
+
+
+def stored_credentials() -> dict[str, str]:
+    """The Ads credentials entered on the set-up page, as the SDK's config keys (env ones win
+    in the SDK's own environment reading, so they are left out here)."""
+    values = connections.current()
+    found = {}
+    for name, key in _STORED_SDK_KEYS.items():
+        value = getattr(values, name)
+        if value.source is connections.Source.DATABASE:
+            found[key] = value.value
+    return found
+
+
+@functools.lru_cache(maxsize=2)
+def _client_for(stored: tuple[tuple[str, str], ...]) -> Any:
     from .adapters import google_ads
 
-    return google_ads.build_client(use_proto_plus=settings.GOOGLE_ADS_USE_PROTO_PLUS)
+    return google_ads.build_client(
+        use_proto_plus=settings.GOOGLE_ADS_USE_PROTO_PLUS, stored=dict(stored)
+    )
+
+
+def google_client() -> Any:
+    """One GoogleAdsClient per process and set of stored credentials (building it refreshes
+    OAuth; failures are not cached): a new sign-in on the page reaches every worker."""
+    return _client_for(tuple(sorted(stored_credentials().items())))
+
+
+google_client.cache_clear = _client_for.cache_clear  # type: ignore[attr-defined]
 
 
 # Builds the client for pages: one at a time, so a hanging sign-in holds one thread, not one

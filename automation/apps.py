@@ -9,5 +9,8 @@ class AutomationConfig(AppConfig):
 
     def ready(self) -> None:
         # register the topic handlers, the mail service's signal receiver and the deploy checks
-        from . import bounces, checkouts, checks, mail_intake, privacy  # noqa: F401
+        # the secrets entered on the set-up page are masked in log text like configured ones
+        from . import bounces, checkouts, checks, connections, mail_intake, masking, privacy  # noqa: F401
         from .stock import handlers  # noqa: F401
+
+        masking.SECRET_SOURCES.append(connections.seen_secrets)

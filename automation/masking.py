@@ -8,6 +8,7 @@ error text our adapters keep; that text goes to the log only through `mask_secre
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from django.conf import settings
 
@@ -38,9 +39,20 @@ def configured_secrets() -> list[str]:
         *settings.GOOGLE_ADS_SECRETS,
         settings.EMAIL_HOST_PASSWORD,
         settings.METRICS_TOKEN,
+        *_stored_secrets(),
     ]
     found = {str(value) for value in values if value and len(str(value)) >= MIN_SECRET_LENGTH}
     return sorted(found, key=len, reverse=True)
+
+
+SECRET_SOURCES: list[Callable[[], list[str]]] = []
+"""More secrets to mask, asked on each call (in memory only, no query): the set-up page's
+stored ones register here at start (apps.py), since this module is loaded with the logging
+set-up, before the models."""
+
+
+def _stored_secrets() -> list[str]:
+    return [secret for source in SECRET_SOURCES for secret in source()]
 
 
 def mask_secrets(text: str) -> str:

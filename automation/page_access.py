@@ -84,7 +84,18 @@ SETUP_ACTIONS: dict[str, Rule] = {
     "google_ads_test": all_of("automation.view_adgroup", "automation.change_adgroup"),
     # Sends a mail through the reminders' mail set-up.
     "email_test": all_of("automation.view_remindersettings", "automation.change_remindersettings"),
+    # Stores the connection settings entered on the page (secrets encrypted).
+    "shopify_save": all_of("automation.view_delivery", "automation.change_connectionsettings"),
+    "google_ads_save": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
+    # Signs in with Google and stores the refresh token; choosing the account stores its ids.
+    "google_connect": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
+    "google_ads_accounts": all_of(
+        "automation.view_adgroup", "automation.change_connectionsettings"
+    ),
+    "google_ads_account": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
 }
+GOOGLE_SIGN_IN = SETUP_ACTIONS["google_connect"]
+"""Google's callback finishes the sign-in "google_connect" started."""
 ALERT_RECIPIENTS = all_of("automation.change_remindersettings")
 OWN_ADDRESS = all_of()
 """Every active staff user may give their own e-mail address (where alerts reach them):

@@ -3,7 +3,8 @@
 Two kinds of app give Admin API access:
 - apps created in the Shopify admin before 2026 show a static token: `SHOPIFY_ADMIN_TOKEN`;
 - Dev Dashboard apps (the only kind created since 2026-01-01) have a client id and secret:
-  `SHOPIFY_CLIENT_ID` + `SHOPIFY_CLIENT_SECRET`, exchanged by the client credentials grant for a
+  `SHOPIFY_CLIENT_ID` + `SHOPIFY_CLIENT_SECRET` (or entered on the set-up page, read through
+  automation.connections), exchanged by the client credentials grant for a
   token that lives 24 hours (`expires_in` 86399) and comes without a refresh token
   (https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/client-credentials-grant).
 The static token wins when both are set: it needs no fetch, and a merchant who still has one
@@ -27,6 +28,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext
 from redis.exceptions import RedisError
 
+from . import connections
 from .adapters.shopify_admin import (
     AccessToken,
     ClientCredentialsTokens,
@@ -59,7 +61,8 @@ def access() -> Access | None:
     """How we reach the Admin API, or None while neither way is configured."""
     if settings.SHOPIFY_ADMIN_TOKEN:
         return Access.STATIC
-    if settings.SHOPIFY_CLIENT_ID and settings.SHOPIFY_CLIENT_SECRET:
+    values = connections.current()
+    if values.shopify_client_id and values.shopify_client_secret:
         return Access.CLIENT_CREDENTIALS
     return None
 
@@ -73,7 +76,7 @@ def missing_settings() -> str:
     """What to set, for "not configured" messages (empty when configured)."""
     if is_configured():
         return ""
-    if settings.SHOPIFY_CLIENT_ID:
+    if connections.current().shopify_client_id:
         return gettext("SHOPIFY_CLIENT_SECRET (or SHOPIFY_WEBHOOK_SECRETS, the same app secret)")
     return gettext(
         "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET (Dev Dashboard app) "
@@ -91,10 +94,11 @@ def token_source(*, interactive: bool = False) -> TokenSource | None:
     if kind is Access.STATIC:
         return StaticToken(settings.SHOPIFY_ADMIN_TOKEN)
     if kind is Access.CLIENT_CREDENTIALS:
+        values = connections.current()
         return ClientCredentialsTokens(
             settings.SHOPIFY_ADMIN_URL,
-            settings.SHOPIFY_CLIENT_ID,
-            settings.SHOPIFY_CLIENT_SECRET,
+            values.shopify_client_id.value,
+            values.shopify_client_secret.value,
             cache=RedisTokenCache(),
             cache_key=token_cache_key(),
             credentials_hint=CREDENTIALS_HINT,
@@ -132,7 +136,7 @@ def holds_credentials_for(shop_domain: str) -> bool:
 def token_cache_key() -> str:
     """One key per shop and app, so two shops (or a rotated app) never share a token."""
     shop = urlsplit(settings.SHOPIFY_ADMIN_URL).netloc or settings.SHOPIFY_ADMIN_URL
-    return f"elbkerzen:shopify-admin-token:{shop}:{settings.SHOPIFY_CLIENT_ID}"
+    return f"elbkerzen:shopify-admin-token:{shop}:{connections.current().shopify_client_id}"
 
 
 def _log_fetch(token: AccessToken) -> None:

@@ -334,8 +334,22 @@ GOOGLE_ADS_CUSTOMER_ID = env.str("GOOGLE_ADS_CUSTOMER_ID", default="").replace("
 # The SDK requires use_proto_plus; this one applies when the client is configured through
 # GOOGLE_ADS_* variables (a YAML file's own `use_proto_plus` key wins). Both settings work.
 GOOGLE_ADS_USE_PROTO_PLUS = env.bool("GOOGLE_ADS_USE_PROTO_PLUS", default=True)
-# The SDK reads its own secrets from the environment; they are listed here only so that a
-# vendor's error text is logged with them masked (automation/masking.py).
+# The client's credentials from the environment; each wins over what the set-up page stored
+# (automation/connections.py). The SDK also reads other GOOGLE_ADS_* variables itself.
+GOOGLE_ADS_DEVELOPER_TOKEN = env.str("GOOGLE_ADS_DEVELOPER_TOKEN", default="")
+GOOGLE_ADS_CLIENT_ID = env.str("GOOGLE_ADS_CLIENT_ID", default="")
+GOOGLE_ADS_CLIENT_SECRET = env.str("GOOGLE_ADS_CLIENT_SECRET", default="")
+GOOGLE_ADS_REFRESH_TOKEN = env.str("GOOGLE_ADS_REFRESH_TOKEN", default="")
+GOOGLE_ADS_LOGIN_CUSTOMER_ID = env.str("GOOGLE_ADS_LOGIN_CUSTOMER_ID", default="").replace("-", "")
+# Google's OAuth 2.0 endpoints for "Connect with Google" (settable so tests use a stand-in).
+GOOGLE_OAUTH_AUTH_URI = env.str(
+    "GOOGLE_OAUTH_AUTH_URI", default="https://accounts.google.com/o/oauth2/auth"
+)
+GOOGLE_OAUTH_TOKEN_URI = env.str(
+    "GOOGLE_OAUTH_TOKEN_URI", default="https://oauth2.googleapis.com/token"
+)
+# The SDK's secrets from the environment, listed so that a vendor's error text is logged with
+# them masked (automation/masking.py; stored ones are added there).
 GOOGLE_ADS_SECRETS = [
     value
     for value in (

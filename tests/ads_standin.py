@@ -2,7 +2,8 @@
 
 AdGroupService.MutateAdGroups (status changes, scriptable failures; an ad group held as REMOVED
 refuses updates by itself) and, for the set-up page and the ad-group picker,
-GoogleAdsService.SearchStream with the little GAQL those send (see `_search_stream`).
+GoogleAdsService.SearchStream with the little GAQL those send (see `_search_stream`), and
+CustomerService.ListAccessibleCustomers for choosing the account after signing in.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ google_ads_service = import_module(
 
 SERVICE = f"google.ads.googleads.{API_VERSION}.services.AdGroupService"
 SEARCH_SERVICE = f"google.ads.googleads.{API_VERSION}.services.GoogleAdsService"
+CUSTOMER_SERVICE = f"google.ads.googleads.{API_VERSION}.services.CustomerService"
 FAILURE_KEY = f"google.ads.googleads.{API_VERSION}.errors.googleadsfailure-bin"
 DEVELOPER_TOKEN = "devtok"
 LOGIN_CUSTOMER_ID = "1234567890"
@@ -61,6 +63,11 @@ ad_group_status = import_module(f"google.ads.googleads.{API_VERSION}.enums.types
 _SearchRequest = google_ads_service.SearchGoogleAdsStreamRequest.pb()
 _SearchResponse = google_ads_service.SearchGoogleAdsStreamResponse.pb()
 _Row = google_ads_service.GoogleAdsRow.pb()
+customer_service = import_module(
+    f"google.ads.googleads.{API_VERSION}.services.types.customer_service"
+)
+_AccessibleRequest = customer_service.ListAccessibleCustomersRequest.pb()
+_AccessibleResponse = customer_service.ListAccessibleCustomersResponse.pb()
 
 
 def _tls_material() -> tuple[bytes, bytes]:
@@ -277,6 +284,11 @@ class AdsStandIn:
         self.ad_groups: dict[str, dict[str, str]] = {}
         self.searches: list[RecordedCall] = []
         self.search_behaviour = "ok"  # or "slow", or a BEHAVIOURS name: every search fails so
+        # The accounts the signed-in Google user reaches directly (ListAccessibleCustomers), and
+        # each account's name, whether it is a manager and (for a manager) its client accounts.
+        self.accessible: list[str] = []
+        self.accounts: dict[str, dict[str, Any]] = {}
+        self.accessible_calls: list[RecordedCall] = []
         # What "Google" holds per ad group id: each successful mutate sets it, tests set it to
         # play a person changing an ad group by hand; GAQL searches answer from it.
         self.statuses: dict[str, str] = {}
@@ -292,12 +304,58 @@ class AdsStandIn:
                 "status": status,
             }
 
+    def add_account(
+        self, customer_id: str, name: str, *, manager: bool = False, clients: tuple[str, ...] = ()
+    ) -> None:
+        """An account the customer_client searches find (a manager lists its `clients`)."""
+        with self._lock:
+            self.accounts[customer_id] = {"name": name, "manager": manager, "clients": clients}
+
+    def _list_accessible(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """CustomerService.ListAccessibleCustomers: the resource names `customers/{id}` of the
+        accounts the credentials reach directly, as Google's official example prints them
+        (examples/account_management/list_accessible_customers.py, googleads/google-ads-python)."""
+        metadata = {md.key: md.value for md in context.invocation_metadata()}
+        with self._lock:
+            self.accessible_calls.append(RecordedCall(request=request, metadata=metadata))
+            behaviour = self.search_behaviour
+            accessible = list(self.accessible)
+        if behaviour != "ok":
+            self._abort_with(context, behaviour)
+        response = _AccessibleResponse()
+        response.resource_names.extend(f"customers/{cid}" for cid in accessible)
+        return response
+
+    def _customer_clients(self, request: Any) -> Any:
+        """`FROM customer_client WHERE customer_client.level <= 1` as in Google's official
+        examples/account_management/get_account_hierarchy.py: the account itself at level 0,
+        a manager's client accounts at level 1 (id, descriptive_name, manager, level)."""
+        response = _SearchResponse()
+        with self._lock:
+            accounts = dict(self.accounts)
+        own = str(request.customer_id)
+        account = accounts.get(own, {"name": "", "manager": False, "clients": ()})
+        rows = [(own, account, 0)] + [
+            (cid, accounts.get(cid, {"name": "", "manager": False}), 1)
+            for cid in account["clients"]
+        ]
+        for cid, found, level in rows:
+            row = response.results.add()
+            row.customer_client.id = int(cid)
+            row.customer_client.descriptive_name = found["name"]
+            row.customer_client.manager = bool(found["manager"])
+            row.customer_client.level = level
+        return response
+
     def reset_search(self) -> None:
         """Forget the account's ad groups, recorded searches and a scripted search failure."""
         with self._lock:
             self.ad_groups.clear()
             self.searches.clear()
             self.search_behaviour = "ok"
+            self.accessible.clear()
+            self.accounts.clear()
+            self.accessible_calls.clear()
 
     @property
     def endpoint(self) -> str:
@@ -431,6 +489,11 @@ class AdsStandIn:
         )
         if not match:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in cannot parse {query!r}")
+        if match["resource"] == "customer_client":
+            if (match["where"] or "") != "customer_client.level <= 1":
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in: {match['where']!r}")
+            yield self._customer_clients(request)
+            return
         response = _SearchResponse()
         if match["resource"] == "customer":
             row = response.results.add()
@@ -512,7 +575,17 @@ class AdsStandIn:
             },
         )
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        self._server.add_generic_rpc_handlers((handler, search))
+        accessible = grpc.method_handlers_generic_handler(
+            CUSTOMER_SERVICE,
+            {
+                "ListAccessibleCustomers": grpc.unary_unary_rpc_method_handler(
+                    self._list_accessible,
+                    request_deserializer=_AccessibleRequest.FromString,
+                    response_serializer=_AccessibleResponse.SerializeToString,
+                )
+            },
+        )
+        self._server.add_generic_rpc_handlers((handler, search, accessible))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
         self.port = self._server.add_secure_port("127.0.0.1:0", creds)
         self._server.start()

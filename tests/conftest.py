@@ -10,7 +10,7 @@ from django.utils import translation
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from automation import ads, handling
+from automation import ads, connections, handling
 from automation.queues import default_queue, redis_client
 from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
 from tests.support.imprint import give_imprint
@@ -34,6 +34,15 @@ def _test_outbox_counts_as_mail_server(settings):
     """Django's test runner swaps in the in-memory mail backend, which production refuses
     (EMAIL_REQUIRE_SERVER); tests/test_mail_production.py turns the refusal back on."""
     settings.EMAIL_REQUIRE_SERVER = False
+
+
+@pytest.fixture(autouse=True)
+def _connection_settings_read_afresh():
+    """The stored connection settings are cached per process for seconds; each test's rows
+    are rolled back, so each test reads its own."""
+    connections.forget()
+    yield
+    connections.forget()
 
 
 @pytest.fixture(autouse=True)

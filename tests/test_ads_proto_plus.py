@@ -88,6 +88,7 @@ def test_a_programming_error_is_permanent_and_never_retried():
     assert sleeps == []
 
 
+@pytest.mark.django_db  # the client also takes what the set-up page stored
 @pytest.mark.parametrize("value", [True, False])
 def test_the_setting_reaches_the_sdk_when_configured_from_the_environment(
     settings, monkeypatch, value

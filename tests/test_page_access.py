@@ -23,6 +23,7 @@ from automation.models import (
     AdGroup,
     AdGroupAction,
     BrakeEpisode,
+    ConnectionSettings,
     HeldChange,
     Product,
     Variant,
@@ -71,6 +72,7 @@ CALLS = [
     *(Call("setup", data={"action": action}) for action in setup_views.ACTIONS),
     Call("setup-pick-products", "get", {"q": "winter"}),
     Call("setup-pick-ad-groups", "get", {"q": "winter"}),
+    Call("setup-google-callback", "get", {"state": "s", "code": "c"}),
     Call("dashboard-demo-remove"),
     Call("admin:automation_watchedproduct_manual", "get", about="product"),
     Call("admin:automation_watchedproduct_manual", data={"reason": "Test"}, about="product"),
@@ -151,6 +153,7 @@ def rows() -> dict[str, object]:
         "held": sorted(HeldChange.objects.values_list("pk", "resolution")),
         "actions": AdGroupAction.objects.count(),
         "catalogue": (Product.objects.count(), Variant.objects.count()),
+        "connections": ConnectionSettings.objects.count(),
     }
 
 
@@ -260,7 +263,8 @@ def test_a_superuser_passes_every_rule(client, world, shop):  # noqa: F811
 
     setup = client.get(reverse("setup"), **EN).content.decode()
 
-    assert setup.count('name="action"') == 3  # "Set up now" appears after a test
+    # three tests, two connection forms, "Connect with Google"; "Set up now" after a test
+    assert setup.count('name="action"') == 6
     assert ALERTS in setup
 
 
@@ -293,6 +297,26 @@ ALLOWED: list[tuple[Call, tuple[str, ...], Ran]] = [
         _setup("email_test"),
         ("view_remindersettings", "change_remindersettings"),
         lambda world, shopify, ads, page: len(mail.outbox) == 1,
+    ),
+    (
+        _setup("shopify_save"),
+        ("view_delivery", "change_connectionsettings"),
+        lambda world, shopify, ads, page: ConnectionSettings.objects.exists(),
+    ),
+    (
+        _setup("google_ads_save"),
+        ("view_adgroup", "change_connectionsettings"),
+        lambda world, shopify, ads, page: ConnectionSettings.objects.exists(),
+    ),
+    (
+        _setup("google_connect"),
+        ("view_adgroup", "change_connectionsettings"),
+        lambda world, shopify, ads, page: "Enter the OAuth client id" in page,
+    ),
+    (
+        _setup("google_ads_accounts"),
+        ("view_adgroup", "change_connectionsettings"),
+        lambda world, shopify, ads, page: bool(ads.accessible_calls),
     ),
     (
         Call("setup-pick-products", "get", {"q": "winter"}),

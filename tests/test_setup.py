@@ -108,7 +108,9 @@ def test_without_any_connection_every_section_says_what_is_missing(admin_client,
     assert "SHOPIFY_WEBHOOK_SECRETS" in section(html, "shopify")
     assert "SHOPIFY_CLIENT_ID" in section(html, "shopify")
     ads = section(html, "google_ads")
-    assert "light-yellow" in ads and "Dry run" in ads and "GOOGLE_ADS_CUSTOMER_ID" in ads
+    # nothing connected is not "partly ready", even in the dry run
+    assert "light-red" in ads and "Dry run" in ads and "GOOGLE_ADS_CUSTOMER_ID" in ads
+    assert "Not connected" in ads
     assert "ALERT_EMAILS is not set" in section(html, "alerts")  # the admin's address instead
     stripe = section(html, "stripe")
     assert "light-yellow" in stripe and "STRIPE_WEBHOOK_SECRETS" in stripe

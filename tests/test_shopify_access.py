@@ -20,6 +20,9 @@ from automation.adapters.shopify_admin import (
 from automation.dashboard import data
 from tests.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
 
+# Which way we reach the shop is read through automation.connections, which asks the database.
+pytestmark = pytest.mark.django_db
+
 SECRET = "shpss_standin_secret"
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -134,8 +135,10 @@ def build_client(
     use_proto_plus: bool = True,
     login_customer_id: str | None = None,
     config_path: str | None = None,
+    stored: dict[str, str] | None = None,
 ) -> GoogleAdsClient:
-    """Load from YAML if configured, else GOOGLE_ADS_* env (refreshes OAuth over the network).
+    """Load from YAML if configured, else GOOGLE_ADS_* env over `stored` (the SDK's config keys
+    entered on the set-up page), refreshing OAuth over the network.
 
     The SDK requires `use_proto_plus` (google/ads/googleads/config.py: _REQUIRED_KEYS); from the
     environment it comes from our setting GOOGLE_ADS_USE_PROTO_PLUS (default True), from a YAML
@@ -146,7 +149,7 @@ def build_client(
         if path:
             client = GoogleAdsClient.load_from_storage(path, version=API_VERSION)
         else:
-            config = {**_sdk_environment(), "use_proto_plus": use_proto_plus}
+            config = {**(stored or {}), **_sdk_environment(), "use_proto_plus": use_proto_plus}
             client = GoogleAdsClient.load_from_dict(config, version=API_VERSION)
     except auth_exceptions.TransportError as err:
         raise TransientAdsError(f"OAUTH_TRANSPORT_ERROR: {err}") from err
@@ -644,3 +647,52 @@ def search_ad_group_statuses(
                 ad_group = _raw_pb(row).ad_group
                 found[str(ad_group.id)] = _status_name(ad_group.status)
     return found
+
+
+@dataclass(frozen=True)
+class AccountChoice:
+    """An account the signed-in user may choose, and the manager its calls go through."""
+
+    customer_id: str
+    login_customer_id: str  # "" when the account is reached directly
+    name: str
+
+
+ACCESSIBLE_LIMIT = 20
+"""Accounts asked about their hierarchy after signing in; more are left out of the choice."""
+
+
+def _with_login(client: GoogleAdsClient, login_customer_id: str | None) -> GoogleAdsClient:
+    """A copy of `client` sending `login_customer_id` (None: none), the shared one untouched."""
+    copied = copy.copy(client)
+    copied.login_customer_id = login_customer_id
+    return copied
+
+
+def accessible_accounts(client: GoogleAdsClient, *, timeout: float) -> list[AccountChoice]:
+    """The accounts to choose from: each one the credentials reach directly
+    (CustomerService.ListAccessibleCustomers, as in Google's official
+    examples/account_management/list_accessible_customers.py), a manager replaced by its
+    client accounts, reached through it as login customer (customer_client level <= 1, as in
+    examples/account_management/get_account_hierarchy.py). Each call has `timeout` seconds."""
+    with _our_errors():
+        service = _with_login(client, None).get_service("CustomerService", version=API_VERSION)
+        names = service.list_accessible_customers(timeout=timeout).resource_names
+    ids = [name.removeprefix("customers/") for name in names][:ACCESSIBLE_LIMIT]
+    query = (
+        "SELECT customer_client.id, customer_client.descriptive_name, customer_client.manager, "
+        "customer_client.level FROM customer_client WHERE customer_client.level <= 1"
+    )
+    found: dict[tuple[str, str], AccountChoice] = {}
+    for seed in ids:
+        rows = _search_rows(_with_login(client, seed), seed, query, timeout)
+        own = next((row.customer_client for row in rows if row.customer_client.level == 0), None)
+        if own is not None and not own.manager:
+            found.setdefault((seed, ""), AccountChoice(seed, "", own.descriptive_name))
+            continue
+        for row in rows:
+            account = row.customer_client
+            if account.level == 1 and not account.manager:
+                cid = str(account.id)
+                found.setdefault((cid, seed), AccountChoice(cid, seed, account.descriptive_name))
+    return sorted(found.values(), key=lambda c: (c.name.lower(), c.customer_id))

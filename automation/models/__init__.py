@@ -12,6 +12,7 @@ from .checkouts import (
     ReminderSettings,
     SuppressedAddress,
 )
+from .connections import ConnectionSettings
 from .dashboard import DashboardSettings
 from .deliveries import Delivery
 from .inventory import StockLevel
@@ -28,6 +29,7 @@ __all__ = [
     "BrakeSettings",
     "CheckoutState",
     "Claim",
+    "ConnectionSettings",
     "DashboardSettings",
     "DataRequest",
     "Delivery",

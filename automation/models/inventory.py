@@ -3,11 +3,12 @@ shared by every model that names an ad group."""
 
 import re
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+
+from .. import connections
 
 customer_id_validator = RegexValidator(r"^\d{10}$", _("Google Ads customer ids have 10 digits."))
 ad_group_id_validator = RegexValidator(r"^\d{1,20}$", _("An ad group id is a number."))
@@ -22,7 +23,7 @@ def customer_id_digits(text: str) -> str:
 
 def default_customer_id() -> str:
     """The shop's Google Ads account, so the merchant rarely has to type it."""
-    return settings.GOOGLE_ADS_CUSTOMER_ID
+    return connections.current().google_ads_customer_id.value
 
 
 class StockLevel(models.Model):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db.models import Max
@@ -17,7 +18,7 @@ from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from .. import alerts, reminder_mail, shopify_access
+from .. import alerts, connections, reconcile, reminder_mail, shopify_access
 from ..adapters import google_ads
 from ..models import AdGroup, Delivery, ReminderSettings
 
@@ -58,6 +59,8 @@ class Section:
     notes: list[str] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     result: object = None  # the probe of a test button just pressed (probes.Probe)
+    form: object = None  # the connection's settings form (connect.ConnectionForm), if editable
+    signed_in: bool = False  # Google Ads: credentials complete, an account may be chosen
 
     def lack(self, text: str, light: Light = Light.RED) -> None:
         """Something is missing; the light turns `light` unless it is already worse."""
@@ -86,13 +89,13 @@ Settings → Checkout until Shopify removes it."""
 def shopify() -> Section:
     """Webhook secret, shop domain, Admin API access and who owns the webhook subscriptions."""
     section = Section("shopify", _("Shopify"))
-    secrets = settings.SHOPIFY_WEBHOOK_SECRETS
+    secrets = connections.shopify_webhook_secrets()
     section.facts.append((_("Webhook secret"), is_set(secrets)))
     if not secrets:
         section.lack(
             _(
-                "The webhook secret is missing: set SHOPIFY_WEBHOOK_SECRETS to the app's "
-                "client secret, or every webhook from Shopify is refused."
+                "The webhook secret is missing: enter the app's client secret below (or set "
+                "SHOPIFY_WEBHOOK_SECRETS to it), or every webhook from Shopify is refused."
             )
         )
     domains = settings.SHOPIFY_SHOP_DOMAINS
@@ -109,14 +112,25 @@ def shopify() -> Section:
     if kind is None:
         section.lack(
             _(
-                "Admin API access is missing: set SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET "
-                "(apps from the Dev Dashboard) or SHOPIFY_ADMIN_TOKEN (older apps). Without it "
+                "Admin API access is missing: enter the client id and client secret of the "
+                "app from Shopify's Dev Dashboard below (or set SHOPIFY_CLIENT_ID and "
+                "SHOPIFY_CLIENT_SECRET, or SHOPIFY_ADMIN_TOKEN for older apps). Without it "
                 "there is no nightly stock check and no product search."
             ),
             Light.YELLOW,
         )
     else:
         section.facts.append((_("Shop address for the Admin API"), settings.SHOPIFY_ADMIN_URL))
+    section.facts.append((_("Webhook address"), reconcile.callback_url()))
+    if is_local(settings.PUBLIC_BASE_URL):
+        section.lack(
+            _(
+                "PUBLIC_BASE_URL is a local address (%(url)s): Shopify, Stripe and Google cannot "
+                "reach it. Set it to the service's public https address."
+            )
+            % {"url": settings.PUBLIC_BASE_URL},
+            Light.YELLOW,
+        )
     managed = shopify_access.webhooks_managed_by()
     section.facts.append(
         (
@@ -157,20 +171,22 @@ def google_ads_section() -> Section:
             ),
             Light.YELLOW,
         )
-    customer = settings.GOOGLE_ADS_CUSTOMER_ID
+    values = connections.current()
+    customer = values.google_ads_customer_id.value
     section.facts.append((_("Account (customer id)"), customer or _("not set")))
-    if not customer:
-        section.lack(
-            _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID (10 digits)."),
-            Light.RED if live else Light.YELLOW,
+    if values.google_ads_login_customer_id:
+        section.facts.append(
+            (_("Manager account (login customer id)"), values.google_ads_login_customer_id.value)
         )
-    source = google_ads.credentials_source()
+    source = credentials_source(values)
+    section.signed_in = source is not None
     section.facts.append(
         (
             _("Credentials"),
             {
                 "file": _("set (configuration file)"),
                 "environment": _("set (GOOGLE_ADS_* variables)"),
+                "database": _("set (entered on this page)"),
                 None: _("not set"),
             }[source],
         )
@@ -178,11 +194,19 @@ def google_ads_section() -> Section:
     if source is None:
         section.lack(
             _(
-                "The Google Ads credentials are missing: set GOOGLE_ADS_DEVELOPER_TOKEN, "
-                "GOOGLE_ADS_CLIENT_ID, GOOGLE_ADS_CLIENT_SECRET and GOOGLE_ADS_REFRESH_TOKEN "
-                "(or GOOGLE_ADS_CONFIGURATION_FILE_PATH)."
+                "Not connected: enter the developer token and the OAuth client below, then "
+                "press “Connect with Google” (or set GOOGLE_ADS_DEVELOPER_TOKEN, "
+                "GOOGLE_ADS_CLIENT_ID, GOOGLE_ADS_CLIENT_SECRET and GOOGLE_ADS_REFRESH_TOKEN, "
+                "or GOOGLE_ADS_CONFIGURATION_FILE_PATH)."
             ),
-            Light.RED if live else Light.YELLOW,
+        )
+    if not customer:
+        section.lack(
+            _(
+                "The Google Ads account is missing: choose it below after connecting "
+                "(or set GOOGLE_ADS_CUSTOMER_ID, 10 digits)."
+            ),
+            Light.RED if live or source is None else Light.YELLOW,
         )
     mapped = AdGroup.objects.filter(watched_products__enabled=True).distinct().count()
     section.facts.append((_("Ad groups watched"), str(mapped)))
@@ -287,10 +311,31 @@ def stripe() -> Section:
     elif not Delivery.objects.filter(source=Delivery.Source.STRIPE).exists():
         section.lack(
             _("No event has arrived yet: check that the endpoint in Stripe points to %(url)s.")
-            % {"url": f"{settings.PUBLIC_BASE_URL}/webhooks/stripe/"},
+            % {"url": f"{settings.PUBLIC_BASE_URL}{reverse('stripe-webhook')}"},
             Light.YELLOW,
         )
     return section
+
+
+def is_local(url: str) -> bool:
+    """Whether `url` points at this machine (no vendor can send there)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "0.0.0.0", "::1") or host.startswith("127.")  # noqa: S104
+
+
+def credentials_source(values: connections.Connection) -> str | None:
+    """Where the Ads client's credentials come from: "file", "environment", "database" or None.
+
+    Complete means a developer token and a refresh token (the OAuth client comes with it).
+    """
+    if google_ads.credentials_source() == "file":
+        return "file"
+    needed = (values.google_ads_developer_token, values.google_ads_refresh_token)
+    if not all(needed):
+        return None
+    if all(value.from_environment for value in needed):
+        return "environment"
+    return "database"
 
 
 def last_delivery(source: str) -> str:

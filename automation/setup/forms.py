@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode
 
 from django import forms
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -31,6 +30,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
+from .. import connections
 from ..models import AdGroup, Location, StockLevel, Variant, WatchedProduct
 from ..models.inventory import CUSTOMER_ID_INPUT_LENGTH, customer_id_digits
 from . import pickers
@@ -337,7 +337,7 @@ class AdGroupsInput(ProjectTemplateWidget):
 
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
-        account, typed, rows = dashed(settings.GOOGLE_ADS_CUSTOMER_ID), "", []
+        account, typed, rows = dashed(connections.current().google_ads_customer_id.value), "", []
         if isinstance(value, dict):
             account, typed = value.get("account", account), value.get("typed", "")
             for raw in value.get("chosen", []):
@@ -607,4 +607,6 @@ class AdGroupForm(forms.ModelForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if "customer_id" in self.fields and not self.instance.pk:
-            self.initial.setdefault("customer_id", dashed(settings.GOOGLE_ADS_CUSTOMER_ID))
+            self.initial.setdefault(
+                "customer_id", dashed(connections.current().google_ads_customer_id.value)
+            )

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import formats
 from django.utils.translation import gettext as _
 
-from .. import ads, shopify_access
+from .. import ads, connections, shopify_access
 from ..adapters import google_ads
 from ..adapters.shopify_admin import ProductInfo, VariantInfo
 from ..models import Product, Variant
@@ -66,7 +66,7 @@ def products_available() -> bool:
 
 def ad_groups_available() -> bool:
     """Whether the Ads account can be searched: an account id and a live backend or credentials."""
-    return bool(settings.GOOGLE_ADS_CUSTOMER_ID) and (
+    return bool(connections.current().google_ads_customer_id.value) and (
         settings.ADS_BACKEND == "google" or google_ads.credentials_source() is not None
     )
 
@@ -237,7 +237,7 @@ def ad_groups(text: str) -> Found:
     text = text.strip()
     if len(text) < MIN_QUERY_LENGTH:
         return Found([], _("Type at least two letters."))
-    customer = settings.GOOGLE_ADS_CUSTOMER_ID
+    customer = connections.current().google_ads_customer_id.value
     try:
         groups = google_ads.search_ad_groups_for_picking(
             customer,

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
 from django.utils.translation import gettext as _
 
-from .. import ads, reconcile, shopify_access
+from .. import ads, connections, reconcile, shopify_access
 from ..adapters import google_ads
 from ..models import AdGroup
 from ..stock.selectors import ad_group_label
@@ -29,6 +29,7 @@ class Probe:
     message: str
     lines: list[str] = field(default_factory=list)
     offer_webhook_setup: bool = False  # show "Set up now" (missing subscriptions we may create)
+    accounts: list[google_ads.AccountChoice] = field(default_factory=list)  # to choose from
 
 
 def ad_group_status_text(status: str) -> str:
@@ -100,7 +101,7 @@ def set_up_webhooks() -> Probe:
 
 def try_google_ads() -> Probe:
     """Read the account's name and the watched ad groups' names and statuses."""
-    customer = settings.GOOGLE_ADS_CUSTOMER_ID
+    customer = connections.current().google_ads_customer_id.value
     if not customer:
         return Probe(False, _("The Google Ads account is missing: set GOOGLE_ADS_CUSTOMER_ID."))
     try:

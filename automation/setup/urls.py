@@ -9,4 +9,5 @@ urlpatterns = [
     path("email/", first_login.ask_email, name="setup-email"),
     path("pick/products/", views.pick_products, name="setup-pick-products"),
     path("pick/ad-groups/", views.pick_ad_groups, name="setup-pick-ad-groups"),
+    path("google/callback/", views.google_callback, name="setup-google-callback"),
 ]

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
+from .. import connections
 from ..exceptions import BadHeader, InvalidPayload, ShopNotAllowed, SignatureInvalid
 from . import Incoming, header, load_body, parse_timestamp, read_body
 from .fields import possible_instant
@@ -41,9 +42,11 @@ def signature_matches(body: bytes, header: str, secrets: list[str]) -> bool:
 def verify(request: HttpRequest) -> Incoming:
     """Check size, signature, shop and headers in the contract's order; then normalise."""
     body = read_body(request)
-    secrets = settings.SHOPIFY_WEBHOOK_SECRETS
+    secrets = connections.shopify_webhook_secrets()
     if not secrets:
-        raise ImproperlyConfigured("set SHOPIFY_WEBHOOK_SECRETS")
+        raise ImproperlyConfigured(
+            "set SHOPIFY_WEBHOOK_SECRETS or enter the app's client secret on the set-up page"
+        )
     signature = header(request, "X-Shopify-Hmac-Sha256")
     if not signature or not signature_matches(body, signature, secrets):
         raise SignatureInvalid("invalid signature")

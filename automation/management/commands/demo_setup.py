@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from redis.exceptions import RedisError
 
+from automation import connections
 from automation.dashboard import demo, demo_history
 from automation.models import AdGroup, Product, ReminderSettings, Variant, WatchedProduct
 
@@ -129,7 +130,7 @@ def _winterzauber() -> tuple[WatchedProduct, bool]:
         inventory_item_id=808950810, defaults={"product": product, "variant_id": 808950810}
     )
     group, _ = AdGroup.objects.get_or_create(
-        customer_id=settings.GOOGLE_ADS_CUSTOMER_ID or DEMO_CUSTOMER_ID,
+        customer_id=connections.current().google_ads_customer_id.value or DEMO_CUSTOMER_ID,
         ad_group_id="158962471302",
         defaults={"name": "Winterzauber"},
     )
