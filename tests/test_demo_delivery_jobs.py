@@ -37,6 +37,9 @@ def test_dropping_the_demo_jobs_leaves_a_running_job_to_its_worker(queue, redis)
         _drop_delivery_jobs([*queued_pks, held_pk])
 
         wait_for(lambda: redis.get("held-done"), timeout=10, what="the held job's end")
+        # Freed, the worker may take a queued job the drop had not reached yet: that is its
+        # job to run (result_ttl=0 deletes it when done), so wait until it is idle again.
+        wait_for(lambda: not queue.started_job_registry.count, timeout=10, what="the worker idle")
         assert worker.poll() is None, "the worker still runs"
     assert queue.count == 0
     left = Job.fetch_many([scheduling.job_id_for(pk) for pk in queued_pks], connection=redis)
