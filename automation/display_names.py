@@ -10,14 +10,8 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
 
-def named(name: str | None, ident: object, fallback: str = "") -> SafeString:
-    """`name` with `id <ident>` as its hover text; without a name, `fallback` or the id itself."""
-    hover = gettext("id %(id)s") % {"id": ident}
+def named(name: str | None, ident: object) -> SafeString:
+    """`name` with `id <ident>` as its hover text; without a name, the id itself."""
     if not name:
-        return format_html('<span title="{}">{}</span>', hover, fallback or ident)
-    return format_html('<span title="{}">{}</span>', hover, name)
-
-
-def named_text(name: str | None, ident: object) -> str:
-    """The same in plain text (mail, messages, the command line): "Winterzauber (555)"."""
-    return f"{name} ({ident})" if name else str(ident)
+        return format_html("{}", ident)
+    return format_html('<span title="{}">{}</span>', gettext("id %(id)s") % {"id": ident}, name)
