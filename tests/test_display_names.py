@@ -21,7 +21,7 @@ from tests.support import people, winterzauber
 from tests.support.brake import sell_out_burst
 from tests.support.levels import apply_level
 from tests.support.watching import CUSTOMER, variant, watch
-from tests.support.winterzauber import GROSS, KLEIN, KLEIN_VARIANT, PRODUCT, STORE
+from tests.support.winterzauber import GROSS, GROSS_VARIANT, KLEIN, KLEIN_VARIANT, PRODUCT, STORE
 
 pytestmark = pytest.mark.django_db
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
@@ -151,3 +151,13 @@ def test_a_name_from_the_picker_is_kept_and_shown_escaped(admin_client, shop):
     html = admin_client.get("/admin/automation/adgroupaction/", **EN).content.decode()
     assert f'<span title="id 555">{ESCAPED}</span>' in html
     assert HOSTILE not in html
+
+
+def test_a_product_renamed_in_shopify_is_kept_when_the_picker_shows_it(admin_client, shop):
+    variant(KLEIN, product_id=PRODUCT, variant_id=KLEIN_VARIANT, title="klein")
+    variant(GROSS, product_id=PRODUCT, variant_id=GROSS_VARIANT, title="groß")
+    Product.objects.filter(product_id=PRODUCT).update(title="Winterzauber alt")
+
+    admin_client.get("/admin/setup/pick/products/", {"q": "winter"}, **EN)
+
+    assert Product.objects.get(product_id=PRODUCT).title == "Winterzauber"
