@@ -1368,9 +1368,14 @@ class HeldChangeAdmin(ReadOnlyAdmin):
             decided = held_changes.discard(queryset, request.user)
             message = _("Discarded %(count)d held changes: the ads stay as they are.")
         self.message_user(request, message % {"count": decided.decided}, messages.SUCCESS)
+        names = dict(
+            AdGroup.objects.filter(
+                ad_group_id__in={ad_group_id for ad_group_id, _error in decided.failures}
+            ).values_list("ad_group_id", "name")
+        )
         for ad_group_id, error in decided.failures:
             text = _("Ad group %(group)s: %(error)s") % {
-                "group": ad_group_id,
+                "group": names.get(ad_group_id) or ad_group_id,
                 "error": failures.explain(error),
             }
             self.message_user(request, text, messages.ERROR)

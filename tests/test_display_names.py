@@ -161,3 +161,21 @@ def test_a_product_renamed_in_shopify_is_kept_when_the_picker_shows_it(admin_cli
     admin_client.get("/admin/setup/pick/products/", {"q": "winter"}, **EN)
 
     assert Product.objects.get(product_id=PRODUCT).title == "Winterzauber"
+
+
+def test_a_held_change_that_fails_names_its_ad_group(admin_client, google_ads, settings):
+    settings.ADS_BACKEND = "dryrun"
+    held = sell_out_burst()
+    settings.ADS_BACKEND = "google"
+    google_ads.script([], default="denied")  # every call refused: each change fails
+
+    answer = admin_client.post(
+        "/admin/automation/heldchange/apply-all/",
+        {"confirm": "yes", "change": [held[0].pk]},
+        follow=True,
+        **EN,
+    )
+
+    said = [str(message) for message in answer.context["messages"]]
+    name = AdGroup.objects.get(ad_group_id=held[0].ad_group_id).name
+    assert any(text.startswith(f"Ad group {name}: ") for text in said), said
