@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from . import ads, inbox, promotions, reminder_mail, scheduling, shopify_access
+from .display_names import named
 from .exceptions import InvalidPayload
 from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
 from .mail_text import PLACEHOLDERS
@@ -50,6 +51,7 @@ from .models import (
     Variant,
     WatchedProduct,
 )
+from .models.catalogue import DEFAULT_VARIANT_TITLE
 from .privacy import mask_email
 from .setup import failures, pickers
 from .setup.forms import AdGroupForm, WatchedProductForm, dashed
@@ -560,12 +562,12 @@ class WatchedProductAdmin(ManualControlMixin, admin.ModelAdmin):
 
     @admin.display(description=_("product"), ordering="product_id")
     def product(self, obj: WatchedProduct) -> str:
-        title = getattr(obj, "product_title", None) or (
-            str(obj.product_id) if obj.product_id else "–"
+        title = (
+            named(getattr(obj, "product_title", None), obj.product_id) if obj.product_id else "–"
         )
         status = pickers.status_text(getattr(obj, "product_status", None) or "")
-        chosen = [str(variant) for variant in obj.variants.all()]
-        which = ", ".join(chosen) if chosen else _("all variants")
+        chosen = [(named(str(v), v.inventory_item_id),) for v in obj.variants.all()]
+        which = format_html_join(", ", "{}", chosen) if chosen else _("all variants")
         return format_html(
             "{}{}<br><small>{}</small>",
             title,
@@ -815,11 +817,19 @@ class VariantAdmin(ReadOnlyAdmin):
     list_select_related = ("product",)
 
 
+def _ad_group_name() -> Subquery:
+    """The name of the row's ad group (matched by account and id), for a list's one query."""
+    group = AdGroup.objects.filter(
+        customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
+    )
+    return Subquery(group.values("name")[:1])
+
+
 @admin.register(AdGroupAction)
 class AdGroupActionAdmin(ReadOnlyAdmin):
     list_display = (
         "requested_at",
-        "ad_group_id",
+        "ad_group",
         "desired_status",
         "result",
         "source",
@@ -832,6 +842,24 @@ class AdGroupActionAdmin(ReadOnlyAdmin):
     date_hierarchy = "requested_at"
     list_select_related = ("delivery",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AdGroupAction]:
+        return super().get_queryset(request).annotate(ad_group_name=_ad_group_name())
+
+    @admin.display(description=_("ad group"), ordering="ad_group_id")
+    def ad_group(self, obj: AdGroupAction) -> str:
+        """The ad group by its name (from the same query), its id on hover."""
+        return named(getattr(obj, "ad_group_name", ""), obj.ad_group_id)
+
+
+def item_name(product_title: str | None, title: str | None, sku: str | None) -> str:
+    """ "Winterzauber – klein": the product and what the merchant calls the variant ("" if
+    neither is known); a product's only variant is the product alone."""
+    own = "" if not title or title == DEFAULT_VARIANT_TITLE else title
+    variant = own or sku or ""
+    if product_title and variant:
+        return f"{product_title} – {variant}"
+    return product_title or variant
+
 
 # The latest instant Python's datetime holds in every time zone the admin may show it in.
 LOADABLE_UNTIL = datetime(9999, 12, 30, tzinfo=UTC)
@@ -840,8 +868,8 @@ LOADABLE_UNTIL = datetime(9999, 12, 30, tzinfo=UTC)
 @admin.register(StockLevel)
 class StockLevelAdmin(ReadOnlyAdmin):
     list_display = (
-        "inventory_item_id",
-        "location_id",
+        "item",
+        "location",
         "available",
         "shopify_updated_at",
         "recorded_at",
@@ -852,7 +880,32 @@ class StockLevelAdmin(ReadOnlyAdmin):
         """The list reads Shopify's timestamp capped at what Python can load: a level stored
         from beyond year 9999 (before the parsers refused such times) does not take it down."""
         shown = Least("updated_at", Value(LOADABLE_UNTIL, output_field=DateTimeField()))
-        return super().get_queryset(request).defer("updated_at").annotate(shown_updated_at=shown)
+        variant = Variant.objects.filter(inventory_item_id=OuterRef("inventory_item_id"))
+        location = Location.objects.filter(location_id=OuterRef("location_id"))
+        return (
+            super()
+            .get_queryset(request)
+            .defer("updated_at")
+            .annotate(
+                shown_updated_at=shown,
+                product_title=Subquery(variant.values("product__title")[:1]),
+                variant_title=Subquery(variant.values("title")[:1]),
+                variant_sku=Subquery(variant.values("sku")[:1]),
+                location_name=Subquery(location.values("name")[:1]),
+            )
+        )
+
+    @admin.display(description=_("variant"), ordering="inventory_item_id")
+    def item(self, level: StockLevel) -> str:
+        """The product and variant the level is for, the inventory item id on hover."""
+        return named(
+            item_name(level.product_title, level.variant_title, level.variant_sku),
+            level.inventory_item_id,
+        )
+
+    @admin.display(description=_("location"), ordering="location_id")
+    def location(self, level: StockLevel) -> str:
+        return named(level.location_name, level.location_id)
 
     @admin.display(description=_("updated at"), ordering="updated_at")
     def shopify_updated_at(self, level: StockLevel) -> datetime:
@@ -1278,18 +1331,12 @@ class HeldChangeAdmin(ReadOnlyAdmin):
     actions = ["apply_selected", "discard_selected"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[HeldChange]:
-        group = AdGroup.objects.filter(
-            customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
-        )
-        return (
-            super().get_queryset(request).annotate(ad_group_name=Subquery(group.values("name")[:1]))
-        )
+        return super().get_queryset(request).annotate(ad_group_name=_ad_group_name())
 
     @admin.display(description=_("ad group"), ordering="ad_group_id")
     def ad_group(self, obj: HeldChange) -> str:
-        """The ad group by its name (from the same query), with its id."""
-        name = getattr(obj, "ad_group_name", "")
-        return f"{name} ({obj.ad_group_id})" if name else obj.ad_group_id
+        """The ad group by its name (from the same query), its id on hover."""
+        return named(getattr(obj, "ad_group_name", ""), obj.ad_group_id)
 
     def get_urls(self):
         own = [
@@ -1321,9 +1368,14 @@ class HeldChangeAdmin(ReadOnlyAdmin):
             decided = held_changes.discard(queryset, request.user)
             message = _("Discarded %(count)d held changes: the ads stay as they are.")
         self.message_user(request, message % {"count": decided.decided}, messages.SUCCESS)
+        names = dict(
+            AdGroup.objects.filter(
+                ad_group_id__in={ad_group_id for ad_group_id, _error in decided.failures}
+            ).values_list("ad_group_id", "name")
+        )
         for ad_group_id, error in decided.failures:
             text = _("Ad group %(group)s: %(error)s") % {
-                "group": ad_group_id,
+                "group": names.get(ad_group_id) or ad_group_id,
                 "error": failures.explain(error),
             }
             self.message_user(request, text, messages.ERROR)

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -280,10 +281,32 @@ def recorded_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, st
 
 def read_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, str]:
     """Each ad group's real status, as the backend says (missing ones are left out)."""
+    return {gid: seen.status for gid, seen in read_ad_groups(customer_id, ad_group_ids).items()}
+
+
+@dataclass(frozen=True)
+class SeenAdGroup:
+    """An ad group as the backend has it now; a name is "" where the backend does not say."""
+
+    status: str
+    name: str = ""
+    campaign_name: str = ""
+
+
+def read_ad_groups(customer_id: str, ad_group_ids: list[str]) -> dict[str, SeenAdGroup]:
+    """Each ad group's real status and names, as the backend says (missing ones left out).
+
+    The dry run knows only the statuses it recorded, no names.
+    """
     if chosen_backend() == "dryrun":
-        return recorded_statuses(customer_id, ad_group_ids)
+        recorded = recorded_statuses(customer_id, ad_group_ids)
+        return {gid: SeenAdGroup(status) for gid, status in recorded.items()}
     from .adapters import google_ads  # the SDK is imported only where it is used
 
-    return google_ads.search_ad_group_statuses(
+    found = google_ads.read_ad_groups(
         customer_id, ad_group_ids, timeout=settings.ADS_CALL_TIMEOUT, client=google_client()
     )
+    return {
+        gid: SeenAdGroup(group.status, group.name, group.campaign_name)
+        for gid, group in found.items()
+    }

@@ -521,8 +521,9 @@ class AdsStandIn:
 
     def _search(self, request: Any, context: grpc.ServicerContext) -> Any:
         """GoogleAdsService.Search for `SELECT ad_group.id, ad_group.status FROM ad_group WHERE
-        ad_group.id IN (...)`: one GoogleAdsRow per known ad group with `ad_group.id` and
-        `ad_group.status` set, unknown ids left out, no next_page_token (one page; the reference
+        ad_group.id IN (...)`, `ad_group.name` and `campaign.name` selectable too (from
+        `add_ad_group`): one GoogleAdsRow per known ad group with the selected fields set,
+        unknown ids left out, no next_page_token (one page; the reference
         of SearchGoogleAdsResponse: https://developers.google.com/google-ads/api/reference/rpc/
         v26/SearchGoogleAdsResponse; the query as in Google's examples/basic_operations/
         get_ad_groups.py, googleads/google-ads-python)."""
@@ -530,10 +531,13 @@ class AdsStandIn:
         with self._lock:
             self.searches.append(RecordedCall(request=request, metadata=metadata))
             statuses = dict(self.statuses)
+            groups = {gid: dict(group) for gid, group in self.ad_groups.items()}
         match = _IN_LIST.search(request.query)
-        if not request.query.startswith("SELECT ad_group.id, ad_group.status FROM ad_group") or (
-            match is None
-        ):
+        fields = re.match(r"SELECT (.+?) FROM ad_group ", request.query)
+        selected = {name.strip() for name in fields.group(1).split(",")} if fields else set()
+        if not {"ad_group.id", "ad_group.status"} <= selected or match is None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in: unexpected {request.query}")
+        if selected - {"ad_group.id", "ad_group.status", "ad_group.name", "campaign.name"}:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"stand-in: unexpected {request.query}")
         response = _StatusSearchResponse()
         for ad_group_id in (part.strip() for part in match.group(1).split(",")):
@@ -544,6 +548,12 @@ class AdsStandIn:
                 )
                 row.ad_group.id = int(ad_group_id)
                 row.ad_group.status = STATUS_NUMBERS[statuses[ad_group_id]]
+                # Only the selected fields are set, as in the API's rows.
+                group = groups.get(ad_group_id, {})
+                if "ad_group.name" in selected:
+                    row.ad_group.name = group.get("name", "")
+                if "campaign.name" in selected:
+                    row.campaign.name = group.get("campaign", "")
         return response
 
     def __enter__(self) -> Self:

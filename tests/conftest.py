@@ -163,6 +163,7 @@ def google_ads(ads_standin, settings, monkeypatch):
     ads_standin._per_ad_group.clear()
     ads_standin.statuses.clear()
     ads_standin.searches.clear()
+    ads_standin.ad_groups.clear()
     settings.ADS_BACKEND = "google"
     settings.ADS_BACKOFF_BASE = 0.001
     settings.ADS_BACKOFF_CAP = 0.01

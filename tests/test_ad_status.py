@@ -120,7 +120,8 @@ def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber
     (search,) = google_ads.searches
     assert search.request.customer_id == CUSTOMER
     assert search.request.query == (
-        "SELECT ad_group.id, ad_group.status FROM ad_group WHERE ad_group.id IN (555)"
+        "SELECT ad_group.id, ad_group.name, ad_group.status, campaign.name FROM ad_group "
+        "WHERE ad_group.id IN (555)"
     )
     # Drift is repaired per ad group (named as the merchant named it, else by its id); the
     # reason says which product decided, with its stock.

@@ -34,7 +34,7 @@ def test_a_get_says_what_will_happen_and_decides_nothing(admin_client, how):
         assert f"{len(held)} held changes will be discarded: nothing is sent" in html
     for change in held:
         assert f"{change.ad_group_id}" in html
-    assert "Kerze 3 Suche (ad group 803)" in html  # by name where known
+    assert 'ad group <span title="id 803">Kerze 3 Suche</span>' in html  # by name, id on hover
     assert 'name="confirm" value="yes"' in html and "Cancel" in html
     assert still_open() == len(held)
 

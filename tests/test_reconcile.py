@@ -14,6 +14,7 @@ from django.utils import timezone
 from automation import jobs, reconcile, shopify_access
 from automation.adapters.shopify_admin import TOKEN_RENEW_MARGIN, topic_to_enum
 from automation.models import (
+    AdGroup,
     AdGroupAction,
     Claim,
     Delivery,
@@ -508,3 +509,46 @@ def test_a_product_known_by_one_inventory_item_learns_its_product(shop, winterza
     assert winterzauber.product_id == PRODUCT
     assert Variant.objects.get(inventory_item_id=ITEM).title == "klein"
     assert list(winterzauber.variants.values_list("inventory_item_id", flat=True)) == [ITEM]
+
+
+# --- the names the pages show ----------------------------------------------------------------
+
+
+def test_the_nightly_run_keeps_a_renamed_product_and_variant(shop, two_sizes):
+    Product.objects.filter(product_id=PRODUCT).update(title="Winterzauber alt")
+    shop.products[PRODUCT].title = "Winterzauber Duo"
+    shop.products[PRODUCT].variants[0].title = "klein (8 cm)"
+    shop.products[PRODUCT].updated_at = "2026-11-28T16:00:00Z"
+    shop.add_item(KLEIN, (STORE, 5, "2026-11-28T15:10:00Z"))
+    shop.add_item(GROSS, (STORE, 5, "2026-11-28T15:10:00Z"))
+
+    reconcile.run_now()
+
+    assert Product.objects.get(product_id=PRODUCT).title == "Winterzauber Duo"
+    assert Variant.objects.get(inventory_item_id=KLEIN).title == "klein (8 cm)"
+
+
+def test_the_nightly_run_keeps_a_renamed_ad_group_and_campaign(shop, winterzauber, google_ads):
+    AdGroup.objects.filter(ad_group_id="555").update(name="Kerzen Suche", campaign_name="Winter")
+    google_ads.add_ad_group("555", "Winterzauber – Suche", "Winter 2026")
+    google_ads.statuses["555"] = "ENABLED"
+
+    run = reconcile.run_now()
+
+    assert run.ad_groups_read == 1
+    group = AdGroup.objects.get(ad_group_id="555")
+    assert (group.name, group.campaign_name) == ("Winterzauber – Suche", "Winter 2026")
+    query = google_ads.searches[-1].request.query
+    assert "ad_group.name" in query and "campaign.name" in query
+
+
+def test_a_dry_run_night_keeps_the_stored_names(shop, winterzauber, settings):
+    """The dry run reads back only the statuses it recorded: the names stay as picked."""
+    settings.ADS_BACKEND = "dryrun"
+    AdGroup.objects.filter(ad_group_id="555").update(name="Kerzen Suche", campaign_name="Winter")
+    webhook(5, "2026-11-28T10:00:00+01:00")  # the dry run records ENABLED
+
+    reconcile.run_now()
+
+    group = AdGroup.objects.get(ad_group_id="555")
+    assert (group.name, group.campaign_name) == ("Kerzen Suche", "Winter")

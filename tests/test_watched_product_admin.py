@@ -671,5 +671,5 @@ def test_the_held_changes_name_their_ad_group(admin_client):
             held_at=timezone.now(),
         )
     html = admin_client.get("/admin/automation/heldchange/", **EN).content.decode()
-    assert '<td class="field-ad_group">Winterzauber Suche (555)</td>' in html
+    assert '<td class="field-ad_group"><span title="id 555">Winterzauber Suche</span></td>' in html
     assert '<td class="field-ad_group">999</td>' in html

@@ -623,7 +623,19 @@ def search_ad_group_statuses(
     client: GoogleAdsClient | None = None,
     timeout: float = 20.0,
 ) -> dict[str, str]:
-    """Each ad group's real status as Google Ads has it now ({ad group id: "ENABLED", ...}).
+    """Each ad group's real status as Google Ads has it now ({ad group id: "ENABLED", ...})."""
+    found = read_ad_groups(customer_id, ad_group_ids, client=client, timeout=timeout)
+    return {ad_group_id: group.status for ad_group_id, group in found.items()}
+
+
+def read_ad_groups(
+    customer_id: str,
+    ad_group_ids: list[str],
+    *,
+    client: GoogleAdsClient | None = None,
+    timeout: float = 20.0,
+) -> dict[str, AdGroupChoice]:
+    """Each ad group as Google Ads has it now: its status, its name and its campaign's name.
 
     A GAQL search of `ad_group.status` through GoogleAdsService.Search, as Google's
     examples/basic_operations/get_ad_groups.py (googleads/google-ads-python, until its 2023
@@ -631,21 +643,31 @@ def search_ad_group_statuses(
     ad group answers "REMOVED" (AdGroupStatusEnum; the query does not filter on status, as
     Google's examples/basic_operations/get_responsive_search_ads.py must with `status !=
     REMOVED` to leave removed ones out). An ad group the account does not know is absent from
-    the result: the caller reads absent as not found, "REMOVED" as removed.
+    the result: the caller reads absent as not found, "REMOVED" as removed. The names come with
+    the same rows, the fields the picker selects (`ad_group.name`, and `campaign.name` of the
+    campaign, an "attributed resource" GAQL joins to `FROM ad_group` implicitly:
+    https://developers.google.com/google-ads/api/docs/query/overview, "Key terminology"), so
+    the nightly run refreshes what the pages call each ad group without another call.
     """
     customer_id = str(customer_id).replace("-", "")
     ids = sorted({str(int(ad_group_id)) for ad_group_id in ad_group_ids})  # numbers only
     client = client or build_client()
-    found: dict[str, str] = {}
+    found: dict[str, AdGroupChoice] = {}
     with _our_errors():
         service = client.get_service("GoogleAdsService", version=API_VERSION)
         for start in range(0, len(ids), STATUS_SEARCH_BATCH):
             batch = ids[start : start + STATUS_SEARCH_BATCH]
             ids_list = ", ".join(batch)  # numbers only, checked above
-            query = f"SELECT ad_group.id, ad_group.status FROM ad_group WHERE ad_group.id IN ({ids_list})"  # noqa: S608,E501
+            query = f"SELECT {_AD_GROUP_FIELDS} FROM ad_group WHERE ad_group.id IN ({ids_list})"  # noqa: S608,E501
             for row in service.search(customer_id=customer_id, query=query, timeout=timeout):
-                ad_group = _raw_pb(row).ad_group
-                found[str(ad_group.id)] = _status_name(ad_group.status)
+                raw = _raw_pb(row)
+                found[str(raw.ad_group.id)] = AdGroupChoice(
+                    customer_id=customer_id,
+                    ad_group_id=str(raw.ad_group.id),
+                    name=raw.ad_group.name,
+                    status=_status_name(raw.ad_group.status),
+                    campaign_name=raw.campaign.name,
+                )
     return found
 
 

@@ -100,6 +100,8 @@ class SellOut:
     dry_run: bool
     by_hand_cost: Decimal = Decimal(0)
     """What the clicks would have cost until the next manual check, at this item's rates."""
+    ad_group_name: str = ""
+    """The ad group's name in Google Ads, "" when not known."""
 
     @property
     def reaction_text(self) -> str:
@@ -230,6 +232,7 @@ def sell_outs(
                 source=action.source,
                 dry_run=action.result == AdGroupAction.Result.DRY_RUN,
                 by_hand_cost=reaction_cost(by_hand, clicks_per_day, cost_per_click),
+                ad_group_name=item.name if item else "",
             )
         )
     measured.sort(key=lambda sell_out: sell_out.sold_out_at, reverse=True)
@@ -657,8 +660,16 @@ def dead_letters_url() -> str:
 
 
 def last_reconciliation() -> ReconcileRun | None:
-    """The newest reconciliation run, whatever its outcome."""
-    return ReconcileRun.objects.order_by("-started_at", "-pk").first()
+    """The newest reconciliation run, whatever its outcome; each correction carries its ad
+    group's name as `ad_group_name` for the page (not saved)."""
+    run = ReconcileRun.objects.order_by("-started_at", "-pk").first()
+    if run is None or not run.corrections:
+        return run
+    ids = {str(c.get("ad_group", "")) for c in run.corrections}
+    names = dict(AdGroup.objects.filter(ad_group_id__in=ids).values_list("ad_group_id", "name"))
+    for correction in run.corrections:
+        correction["ad_group_name"] = names.get(str(correction.get("ad_group", "")), "")
+    return run
 
 
 @dataclass(frozen=True)

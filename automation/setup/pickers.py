@@ -165,20 +165,25 @@ def _variant_choice(variant: VariantInfo) -> Choice:
 
 
 def remember(found: Iterable[ProductInfo]) -> None:
-    """Keep the products the merchant was shown, so their variants can be chosen.
+    """Keep the products the merchant was shown, so their variants can be chosen and the
+    pages call them by the names the picker showed.
 
-    Only a product whose variants are not all stored yet is written (the picker runs with
-    every keystroke). Watched products naming it are locked first, as the product webhook
-    does: the one lock order of `stock.apply`.
+    Only a product whose variants are not all stored yet, or stored under other titles, is
+    written (the picker runs with every keystroke). Watched products naming it are locked
+    first, as the product webhook does: the one lock order of `stock.apply`.
     """
     for product in found:
-        items = {variant.inventory_item_id for variant in product.variants}
+        items = {
+            (variant.inventory_item_id, variant.title[: catalogue.TITLE_LENGTH])
+            for variant in product.variants
+        }
         stored = set(
             Variant.objects.filter(
-                inventory_item_id__in=items,
+                inventory_item_id__in={item for item, _title in items},
                 product__product_id=product.product_id,
+                product__title=product.title[: catalogue.TITLE_LENGTH],
                 deleted_at__isnull=True,
-            ).values_list("inventory_item_id", flat=True)
+            ).values_list("inventory_item_id", "title")
         )
         if items and stored == items:
             continue

@@ -5,7 +5,8 @@ Each status read becomes the confirmed one, and the ad group is settled through 
 path: where the rule wants another status (someone switched it by hand), it is sent again and
 listed as a drift correction. A pause the safety brake holds is not sent, only reported. An ad
 group Google Ads no longer has is marked missing (one alert) and skipped; one it has again is
-no longer skipped.
+no longer skipped. The same rows carry the ad group's and its campaign's names: a name changed
+in Google Ads is kept, so the pages call the ad group what the merchant sees there.
 """
 
 from collections import defaultdict
@@ -47,13 +48,16 @@ def repair() -> Drift:
     for customer_id, groups in by_customer.items():
         read_at = timezone.now()
         try:
-            real = ads.read_statuses(customer_id, [group.ad_group_id for group in groups])
+            real = ads.read_ad_groups(customer_id, [group.ad_group_id for group in groups])
         except (TransientAdsError, PermanentAdsError) as err:
             drift.errors.append(f"Google Ads statuses of account {customer_id}: {err}")
             continue
         drift.read += len({group.ad_group_id for group in groups})
         for group in groups:
-            status = real.get(group.ad_group_id)
+            seen = real.get(group.ad_group_id)
+            if seen is not None:
+                keep_names(group, seen)
+            status = seen.status if seen is not None else None
             if status is None and settings.ADS_BACKEND == "dryrun":
                 continue  # the dry run knows only what it sent
             if status in (None, "REMOVED"):
@@ -68,6 +72,21 @@ def repair() -> Drift:
                 apply.mark_present([group.key])
             drift.settled += _settle(group.key, status, read_at, drift)
     return drift
+
+
+NAME_LENGTH = AdGroup._meta.get_field("name").max_length
+
+
+def keep_names(group: AdGroup, seen: ads.SeenAdGroup) -> None:
+    """Store the names Google Ads gives now, where they differ (a backend without names keeps
+    the stored ones)."""
+    if not seen.name:
+        return
+    name, campaign = seen.name[:NAME_LENGTH], seen.campaign_name[:NAME_LENGTH]
+    if (group.name, group.campaign_name) == (name, campaign):
+        return
+    AdGroup.objects.filter(pk=group.pk).update(name=name, campaign_name=campaign)
+    group.name, group.campaign_name = name, campaign
 
 
 def _settle(key: Key, status: str, read_at, drift: Drift) -> list[apply.Settled]:
