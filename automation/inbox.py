@@ -471,7 +471,7 @@ def claim_backlog(leader: Delivery) -> list[Delivery]:
 
     Up to DELIVERY_BATCH_SIZE − 1, oldest first, and only while their stored bodies and the
     leader's stay within DELIVERY_BATCH_MAX_BYTES: the sizes are read from the rows
-    (`octet_length`), not by loading the bodies. On PostgreSQL rows another job is claiming
+    (`length`), not by loading the bodies. On PostgreSQL rows another job is claiming
     are skipped (`SKIP LOCKED`), so two jobs never wait for each other here. Each claimed row
     counts an attempt, as its own job's claim would have; a row with only its last attempt
     left is not taken along, so that attempt is its own job's.
@@ -509,12 +509,13 @@ def _claim_backlog_sql() -> str:
         " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     )
     # The candidates are locked first, then summed: PostgreSQL refuses FOR UPDATE together
-    # with a window function in one SELECT. octet_length() of a bytea reads the stored size
+    # with a window function in one SELECT. length() of a bytea (PostgreSQL's byteaoctetlen, as
+    # octet_length(); SQLite counts a blob's bytes too) reads the stored size
     # without detoasting the value (byteaoctetlen calls toast_raw_datum_size,
     # src/backend/utils/adt/varlena.c), so no body is read before it is claimed.
     return (
         "WITH candidates AS ("  # noqa: S608 (model names; the status is one of the model's choices)
-        f"SELECT id, COALESCE(octet_length(body), 0) AS size FROM {table} "
+        f"SELECT id, COALESCE(length(body), 0) AS size FROM {table} "
         f"WHERE status = '{Status.RECEIVED.value}' "
         "AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s AND attempts < %s "
         f"ORDER BY id LIMIT %s{skip_locked}), "

@@ -127,6 +127,9 @@ def test_an_absurd_triggered_at_header_is_dropped_and_the_delivery_kept(client, 
 
 
 @pytest.mark.django_db
+@pytest.mark.postgres(
+    reason="stores a time past year 9999 in UTC, which PostgreSQL's timestamptz holds"
+)
 def test_the_migration_unfreezes_stored_future_timestamps(admin_client):
     """Stored as the review found it: year 9999 at -12:00, past what Python can load."""
     watch(ITEM, "555", customer_id="1234567890")
@@ -159,6 +162,9 @@ def test_the_migration_unfreezes_stored_future_timestamps(admin_client):
 
 
 @pytest.mark.django_db
+@pytest.mark.postgres(
+    reason="stores a time past year 9999 in UTC, which PostgreSQL's timestamptz holds"
+)
 def test_the_stock_list_shows_a_level_stored_from_beyond_year_9999(admin_client):
     StockLevel.objects.create(
         inventory_item_id=ITEM, location_id=STORE, available=12, updated_at=timezone.now()
