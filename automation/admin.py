@@ -23,7 +23,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import ads, inbox, promotions, reminder_mail, scheduling, shopify_access
+from . import ads, inbox, notes, promotions, reminder_mail, scheduling, shopify_access
 from .exceptions import InvalidPayload
 from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
 from .mail_text import PLACEHOLDERS
@@ -116,7 +116,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "topic",
         "shop_domain",
         "status",
-        "result",
+        "result_shown",
         "attempts",
         "duplicate_count",
         "processed_at",
@@ -130,7 +130,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "shop_domain",
         "topic",
         "status",
-        "result",
+        "result_shown",
         "last_error",
         "caused",
         "webhook_id",
@@ -145,6 +145,11 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "pretty_body",
     )
     readonly_fields = fields
+
+    @admin.display(description=_("result"))
+    def result_shown(self, obj: Delivery) -> str:
+        """The result in the reader's language (rows without a code: as stored)."""
+        return notes.shown(obj.result_note, obj.result)
 
     @admin.display(description=_("what it caused"))
     def caused(self, obj: Delivery) -> str:
