@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext_lazy as _
 
-# What jsonb cannot hold (NUL, lone surrogates): replaced, as `inbox.storable` does for text.
+# What jsonb cannot hold (NUL, lone surrogates): written as escapes, as `inbox.storable` does.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 # The shop's time zone: a date in a note is read by the merchant in Berlin.
 SHOP_ZONE = ZoneInfo("Europe/Berlin")
@@ -166,7 +166,7 @@ def _dump(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return [_dump(item) for item in value]
     if isinstance(value, str):
-        return _UNSTORABLE.sub("\ufffd", value)
+        return _UNSTORABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", value)
     if value is None or isinstance(value, (int, float, bool)):
         return value
     return str(value)
