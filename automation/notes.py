@@ -76,6 +76,22 @@ TEMPLATES = {
     "status_paused": _("PAUSED"),
     "state_enabled": _("enabled"),
     "state_paused": _("paused"),
+    # the mail service's tracking events
+    "mail_suppressed": _("%(service)s %(kind)s: %(address)s suppressed"),
+    "mail_not_suppressed": _("%(service)s %(kind)s: %(address)s not suppressed"),
+    "mail_suppressed_already": _("%(service)s %(kind)s: %(address)s was already suppressed"),
+    "kind_hard_bounce": _("hard bounce"),
+    "kind_soft_bounce": _("soft bounce"),
+    "kind_complaint": _("complaint"),
+    "kind_unsubscribe": _("unsubscribe"),
+    # privacy
+    "customer_redacted": _(
+        "customer redacted (by %(by)s): %(rows)s rows deleted, %(bodies)s bodies dropped"
+    ),
+    "identifier_id": _("id"),
+    "identifier_email": _("e-mail"),
+    "identifier_phone": _("phone"),
+    "data_request_recorded": _("data request %(request)s recorded for %(address)s"),
 }
 # Codes that join their `parts` (notes or text) with "; ".
 JOINED = "joined"

@@ -24,7 +24,7 @@ from django.db.models import Q
 from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext
 
-from . import alerts, claims, shopify_access
+from . import alerts, claims, notes, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
 from .addresses import address_key, identifying_address
 from .handling import Outcome, handles
@@ -136,7 +136,7 @@ def matching_refs(email: str = "", customer_id: int | None = None, phone: str = 
 
 def _identifiers(request: RedactRequest) -> list[str]:
     """Which identifiers the request carries, for the note (never the values)."""
-    named = [("id", True), ("e-mail", request.email), ("phone", phone_digits(request.phone))]
+    named = [("id", True), ("email", request.email), ("phone", phone_digits(request.phone))]
     return [name for name, present in named if present]
 
 
@@ -181,10 +181,10 @@ def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcom
         Delivery.objects.filter(pk=delivery.pk).update(
             body=None, customer_ref="", customer_id_ref="", phone_ref=""
         )
-    by = ", ".join(_identifiers(request))
+    by = [notes.note(f"identifier_{name}") for name in _identifiers(request)]
     return Outcome(
         Delivery.Status.DONE,
-        f"customer redacted (by {by}): {count} rows deleted, {bodies} bodies dropped",
+        notes.note("customer_redacted", by=by, rows=count, bodies=bodies),
     )
 
 
@@ -375,5 +375,9 @@ def handle_data_request(request: DataRequestBody, delivery: Delivery) -> Outcome
     )
     return Outcome(
         Delivery.Status.DONE,
-        f"data request {request.request_id} recorded for {mask_email(request.email)}",
+        notes.note(
+            "data_request_recorded",
+            request=str(request.request_id),
+            address=mask_email(request.email),
+        ),
     )

@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 
 from automation import inbox, notes
 from automation.handling import Outcome
-from automation.models import Delivery
+from automation.models import Delivery, ReminderDecision
+from automation.sources.mail_service import Kind
 from tests.signing import post_shopify
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +135,13 @@ def test_the_api_keeps_the_english_text_and_adds_the_shown_result(delivery_with_
     row = api.get("/api/deliveries/", HTTP_ACCEPT_LANGUAGE="de").data["results"][0]
     assert row["result"] == ("attributed to reminder decision 41 (plain reminder, same checkout)")
     assert "einfache Erinnerung, derselbe Checkout" in row["result_shown"]
+
+
+def test_every_value_a_note_names_by_code_has_one():
+    """A handler names an arm, an attribution, an event kind or an identifier by its code; a
+    new value without one would fail the handler instead of showing its result."""
+    named = [f"arm_{arm}" for arm in ReminderDecision.Arm.values]
+    named += [f"attributed_by_{by}" for by in ReminderDecision.AttributedBy.values]
+    named += [f"kind_{kind.name.lower()}" for kind in Kind]
+    named += [f"identifier_{name}" for name in ("id", "email", "phone")]
+    assert [code for code in named if code not in notes.TEMPLATES] == []
