@@ -92,6 +92,35 @@ TEMPLATES = {
     "identifier_email": _("e-mail"),
     "identifier_phone": _("phone"),
     "data_request_recorded": _("data request %(request)s recorded for %(address)s"),
+    # shop/redact: whether the shop's Admin API confirms the uninstall
+    "access_not_configured": _(
+        "Shopify Admin API not configured, so the uninstall cannot be confirmed (set %(settings)s)"
+    ),
+    "access_other_shop": _(
+        "no Admin API credentials for the shop %(shop)s (the configured ones belong to "
+        "%(admin_shop)s), so its uninstall cannot be confirmed"
+    ),
+    "access_app_uninstalled": _("the app is no longer installed on the shop"),
+    "access_credentials_refused": _("Shopify refused the credentials: %(error)s"),
+    "access_token_revoked": _("the shop's Admin API refuses our token (HTTP 401): it was revoked"),
+    "access_new_token_refused": _(
+        "the shop's Admin API refused a token Shopify had just issued (HTTP 401): "
+        "the app still seems installed, so this is no confirmation"
+    ),
+    "access_http_error": _(
+        "Shopify Admin API answered HTTP %(status)s, which does not confirm an uninstall: %(error)s"
+    ),
+    "access_still_accepted": _("the shop's Admin API still accepts our access"),
+    "shop_redacted": _(
+        "shop redacted (%(reason)s): %(checkouts)s checkout rows, %(deliveries)s deliveries"
+    ),
+    "shop_redact_refused_installed": _(
+        "shop/redact refused, nothing deleted: %(reason)s (the app is still installed)"
+    ),
+    "shop_redact_refused": _("shop/redact refused, nothing deleted: %(reason)s"),
+    "alerted_already": _("%(note)s; merchant already alerted"),
+    "alert_not_sent": _("%(note)s; the alert could not be sent"),
+    "alerted": _("%(note)s; merchant alerted"),
 }
 # Codes that join their `parts` (notes or text) with "; ".
 JOINED = "joined"
