@@ -23,7 +23,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import ads, inbox, promotions, reminder_mail, scheduling, shopify_access
+from . import ads, inbox, notes, promotions, reminder_mail, scheduling, shopify_access
 from .display_names import named
 from .exceptions import InvalidPayload
 from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
@@ -118,7 +118,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "topic",
         "shop_domain",
         "status",
-        "result",
+        "result_shown",
         "attempts",
         "duplicate_count",
         "processed_at",
@@ -132,7 +132,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "shop_domain",
         "topic",
         "status",
-        "result",
+        "result_shown",
         "last_error",
         "caused",
         "webhook_id",
@@ -147,6 +147,11 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "pretty_body",
     )
     readonly_fields = fields
+
+    @admin.display(description=_("result"))
+    def result_shown(self, obj: Delivery) -> str:
+        """The result in the reader's language (rows without a code: as stored)."""
+        return notes.shown(obj.result_note, obj.result)
 
     @admin.display(description=_("what it caused"))
     def caused(self, obj: Delivery) -> str:

@@ -7,6 +7,7 @@ the address; a soft bounce or a deferral is temporary and changes nothing.
 
 from .handling import Outcome, handles
 from .models import Delivery
+from .notes import note
 from .privacy import customer_refs, mask_email
 from .sources.mail_service import RECORDED_TYPES, SOURCE, Kind, TrackingEvent
 from .suppression import Reason, suppress
@@ -24,15 +25,15 @@ def handle_tracking_event(event: TrackingEvent, delivery: Delivery) -> Outcome:
     """Suppress the address for a hard bounce, a complaint or an unsubscribe; note the rest."""
     # The body names the recipient: link it by pseudonym, so `customers/redact` drops it.
     Delivery.objects.filter(pk=delivery.pk).update(**customer_refs(event.recipient))
-    masked = mask_email(event.recipient)
+    shown = {
+        "service": event.service,
+        "kind": note(f"kind_{event.kind.name.lower()}"),
+        "address": mask_email(event.recipient),
+    }
     reason = SUPPRESSING.get(event.kind)
     if reason is None:
-        return Outcome(
-            Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} not suppressed"
-        )
+        return Outcome(Delivery.Status.DONE, note("mail_not_suppressed", **shown))
     detail = f"{event.service}: {event.detail}" if event.detail else event.service
     if suppress(event.recipient, reason, detail):
-        return Outcome(Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} suppressed")
-    return Outcome(
-        Delivery.Status.DONE, f"{event.service} {event.kind}: {masked} was already suppressed"
-    )
+        return Outcome(Delivery.Status.DONE, note("mail_suppressed", **shown))
+    return Outcome(Delivery.Status.DONE, note("mail_suppressed_already", **shown))

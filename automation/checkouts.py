@@ -49,6 +49,7 @@ from .decisions import (
 from .handling import Outcome, ScheduleEvaluation, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
 from .models import MarginRule as MarginRuleRow
+from .notes import Note, join, note
 from .privacy import (
     customer_id_ref,
     customer_refs,
@@ -192,7 +193,7 @@ def _skip_invalid_email(checkout: CheckoutState) -> Outcome:
     """Decide at once: the address was refused at the edge and is not stored, so a later
     evaluation could only say "no e-mail address"."""
     _record(checkout, overwrite=False, arm=Arm.NONE, reason=INVALID_EMAIL)
-    return Outcome(Status.DONE, f"checkout stored; no reminder: {INVALID_EMAIL}")
+    return Outcome(Status.DONE, note("checkout_invalid_email", reason=note("invalid_email")))
 
 
 @handles("shopify", "checkouts/create", "checkouts/update")
@@ -201,15 +202,15 @@ def handle_shopify_checkout(version: CheckoutVersion, delivery: Delivery) -> Out
     _remember_customer(delivery, version)
     checkout = store_checkout(version)
     if checkout is None:
-        return Outcome(Status.STALE, "a newer version of this checkout is stored")
+        return Outcome(Status.STALE, note("checkout_newer_stored"))
     if checkout.completed_at:
-        return Outcome(Status.DONE, "checkout completed: no reminder")
+        return Outcome(Status.DONE, note("checkout_completed"))
     if version.email_invalid:
         return _skip_invalid_email(checkout)
     due = reminder_due_at(checkout, ReminderSettings.load())
     return Outcome(
         Status.DONE,
-        f"reminder evaluation scheduled for {due.isoformat()}",
+        note("evaluation_scheduled", at=due),
         follow_ups=(ScheduleEvaluation(checkout, due),),
     )
 
@@ -234,10 +235,12 @@ def handle_order(order: OrderEvent, delivery: Delivery) -> Outcome:
     )
     if not order.checkout_token:
         if attributed:
-            return Outcome(Status.DONE, f"order without checkout_token; {attributed}")
-        return Outcome(Status.IGNORED, "order without checkout_token")
+            return Outcome(Status.DONE, join(note("order_without_token"), attributed))
+        return Outcome(Status.IGNORED, note("order_without_token"))
     mark_completed(CheckoutState.Source.SHOPIFY, order.checkout_token, when, delivery.shop_domain)
-    return Outcome(Status.DONE, f"checkout marked completed; {attributed or NOT_ATTRIBUTED}")
+    return Outcome(
+        Status.DONE, join(note("checkout_marked_completed"), attributed or note("not_attributed"))
+    )
 
 
 @handles("stripe", "checkout.session.expired")
@@ -246,12 +249,12 @@ def handle_stripe_expired(version: CheckoutVersion, delivery: Delivery) -> Outco
     _remember_customer(delivery, version)
     checkout = store_checkout(version)
     if checkout is None:
-        return Outcome(Status.STALE, "a newer version of this session is stored")
+        return Outcome(Status.STALE, note("session_newer_stored"))
     if version.email_invalid:
         return _skip_invalid_email(checkout)
     return Outcome(
         Status.DONE,
-        "reminder evaluation enqueued",
+        note("evaluation_enqueued"),
         follow_ups=(ScheduleEvaluation(checkout, timezone.now()),),
     )
 
@@ -276,13 +279,11 @@ def handle_stripe_completed(version: CheckoutVersion, delivery: Delivery) -> Out
         CheckoutState.Source.STRIPE, version.token, version.updated_at, version.shop_domain
     )
     return Outcome(
-        Status.DONE, f"checkout session marked completed; {attributed or NOT_ATTRIBUTED}"
+        Status.DONE, join(note("session_marked_completed"), attributed or note("not_attributed"))
     )
 
 
 # --- attribution: which decision an order was the result of ---------------------------------
-
-NOT_ATTRIBUTED = "no reminder decision to attribute"
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,7 @@ def _attributable(decisions):
     )
 
 
-def attribute_order(order: Order, config: ReminderSettings) -> str:
+def attribute_order(order: Order, config: ReminderSettings) -> Note | str:
     """Record the order on the decision for the same checkout, else on the newest one for the
     same address within the attribution window; a note of what happened, "" when none fits.
     Only decisions about checkouts of the order's own shop (source and shop domain) count: one
@@ -321,7 +322,7 @@ def attribute_order(order: Order, config: ReminderSettings) -> str:
     decision converts at most once (the conditional UPDATE on `converted_at IS NULL`).
     """
     if ReminderDecision.objects.filter(order_ref=order.ref).exists():
-        return "order attributed already"
+        return note("order_attributed_already")
     before = ReminderDecision.objects.filter(
         decided_at__lte=order.placed_at,
         checkout__source=order.source,
@@ -359,10 +360,13 @@ def attribute_order(order: Order, config: ReminderSettings) -> str:
                     attributed_by=attributed_by,
                 )
         except IntegrityError:
-            return "order attributed already"
+            return note("order_attributed_already")
         if won:
-            return (
-                f"attributed to reminder decision {decision.pk} ({decision.arm}, {attributed_by})"
+            return note(
+                "attributed_to_decision",
+                decision=decision.pk,
+                arm=note(f"arm_{decision.arm}"),
+                by=note(f"attributed_by_{attributed_by}"),
             )
     return ""
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .models import CheckoutState, Delivery
+from .notes import Note
 from .sources.events import Event
 
 
@@ -41,7 +42,7 @@ class Outcome:
     """
 
     status: str
-    note: str = ""
+    note: "str | Note" = ""
     follow_ups: tuple[FollowUp, ...] = ()
     retry: Exception | None = None
 

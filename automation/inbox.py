@@ -6,6 +6,7 @@ inbox records what they return, in their transaction, and schedules their follow
 """
 
 import functools
+import json
 import logging
 import re
 import time
@@ -19,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
-from . import ads, alerts, rows, scheduling
+from . import ads, alerts, notes, rows, scheduling
 from .db_timeouts import intake_transaction
 from .exceptions import InvalidPayload, PermanentError
 from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
@@ -308,7 +309,9 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
         return _process_batch(delivery, batching, final_attempt=final_attempt)
     handler = HANDLERS.get((delivery.source, delivery.topic))
     if handler is None:
-        return _finish(delivery, Outcome(Status.IGNORED, f"no handler for {delivery.topic}"))
+        return _finish(
+            delivery, Outcome(Status.IGNORED, notes.note("no_handler", topic=delivery.topic))
+        )
     try:
         # Parsed once, here: the handler gets the typed event (automation/sources/events.py).
         event = parse_event(delivery.source, delivery.topic, delivery.body, delivery.shop_domain)
@@ -565,11 +568,13 @@ def _finish_all(finished: list[tuple[Delivery, Outcome]]) -> None:
 
 
 def _finish_params(delivery: Delivery, outcome: Outcome, now: datetime) -> list:
-    note = storable(outcome.note)
+    note = storable(notes.text_of(outcome.note))
     error = outcome.status in _ERROR_STATUSES
+    coded = None if error else notes.stored_of(outcome.note)
     return [
         outcome.status,
         "" if error else note,
+        None if coded is None else json.dumps(coded),
         note if error else "",
         connection.ops.adapt_datetimefield_value(now),
         delivery.pk,
@@ -584,7 +589,8 @@ def _finish_params(delivery: Delivery, outcome: Outcome, now: datetime) -> list:
 def _finish_sql() -> str:
     return (
         f"UPDATE {connection.ops.quote_name(Delivery._meta.db_table)} "  # noqa: S608 (model names)
-        "SET status = %s, result = %s, last_error = %s, processed_at = %s WHERE id = %s"
+        "SET status = %s, result = %s, result_note = %s::jsonb, last_error = %s, processed_at = %s "
+        "WHERE id = %s"
     )
 
 

@@ -22,9 +22,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils.crypto import salted_hmac
-from django.utils.translation import gettext
 
-from . import alerts, claims, shopify_access
+from . import alerts, claims, notes, shopify_access
 from .adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError
 from .addresses import address_key, identifying_address
 from .handling import Outcome, handles
@@ -136,7 +135,7 @@ def matching_refs(email: str = "", customer_id: int | None = None, phone: str = 
 
 def _identifiers(request: RedactRequest) -> list[str]:
     """Which identifiers the request carries, for the note (never the values)."""
-    named = [("id", True), ("e-mail", request.email), ("phone", phone_digits(request.phone))]
+    named = [("id", True), ("email", request.email), ("phone", phone_digits(request.phone))]
     return [name for name, present in named if present]
 
 
@@ -181,10 +180,10 @@ def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcom
         Delivery.objects.filter(pk=delivery.pk).update(
             body=None, customer_ref="", customer_id_ref="", phone_ref=""
         )
-    by = ", ".join(_identifiers(request))
+    by = [notes.note(f"identifier_{name}") for name in _identifiers(request)]
     return Outcome(
         Delivery.Status.DONE,
-        f"customer redacted (by {by}): {count} rows deleted, {bodies} bodies dropped",
+        notes.note("customer_redacted", by=by, rows=count, bodies=bodies),
     )
 
 
@@ -219,7 +218,7 @@ class AccessCheck:
     """The answer and, for the delivery's note and the alert, why."""
 
     access: AdminAccess
-    reason: str
+    reason: notes.Note
 
 
 class AccessCheckUnavailable(Exception):
@@ -237,61 +236,49 @@ def check_admin_access(shop_domain: str) -> AccessCheck:
     if not shopify_access.is_configured():
         return AccessCheck(
             AdminAccess.UNCONFIRMED,
-            gettext(
-                "Shopify Admin API not configured, so the uninstall cannot be confirmed (set %s)"
-            )
-            % shopify_access.missing_settings(),
+            notes.note("access_not_configured", settings=shopify_access.missing_settings()),
         )
     client = shopify_access.admin_client_for_shop(shop_domain)
     if client is None:
         return AccessCheck(
             AdminAccess.UNCONFIRMED,
-            gettext(
-                "no Admin API credentials for the shop %(shop)s (the configured ones belong to "
-                "%(admin_shop)s), so its uninstall cannot be confirmed"
-            )
-            % {"shop": shop_domain, "admin_shop": shopify_access.admin_shop_domain() or "-"},
+            notes.note(
+                "access_other_shop",
+                shop=shop_domain,
+                admin_shop=shopify_access.admin_shop_domain() or "-",
+            ),
         )
     static = shopify_access.access() is shopify_access.Access.STATIC
     try:
         client.shop_info()
     except ShopifyCredentialsError as err:
         if err.code == APP_NOT_INSTALLED:
-            return AccessCheck(
-                AdminAccess.ENDED, gettext("the app is no longer installed on the shop")
-            )
+            return AccessCheck(AdminAccess.ENDED, notes.note("access_app_uninstalled"))
         return AccessCheck(
-            AdminAccess.UNCONFIRMED, gettext("Shopify refused the credentials: %s") % err
+            AdminAccess.UNCONFIRMED, notes.note("access_credentials_refused", error=str(err))
         )
     except ShopifyAdminError as err:
         if err.status == 401 and static:
             return AccessCheck(
                 AdminAccess.ENDED,
-                gettext("the shop's Admin API refuses our token (HTTP 401): it was revoked"),
+                notes.note("access_token_revoked"),
             )
         if err.status == 401:
             return AccessCheck(
                 AdminAccess.UNCONFIRMED,
-                gettext(
-                    "the shop's Admin API refused a token Shopify had just issued (HTTP 401): "
-                    "the app still seems installed, so this is no confirmation"
-                ),
+                notes.note("access_new_token_refused"),
             )
         if err.status is not None and 400 <= err.status < 500 and err.status != 429:
             return AccessCheck(
                 AdminAccess.UNCONFIRMED,
-                gettext(
-                    "Shopify Admin API answered HTTP %(status)s, which does not confirm an "
-                    "uninstall: %(error)s"
-                )
-                % {"status": err.status, "error": err},
+                notes.note("access_http_error", status=str(err.status), error=str(err)),
             )
         raise AccessCheckUnavailable(
             f"could not ask the shop's Admin API whether our access ended: {err}"
         ) from err
     finally:
         client.close()
-    return AccessCheck(AdminAccess.ACTIVE, gettext("the shop's Admin API still accepts our access"))
+    return AccessCheck(AdminAccess.ACTIVE, notes.note("access_still_accepted"))
 
 
 @handles("shopify", "shop/redact")
@@ -316,10 +303,9 @@ def handle_shop_redact(request: ShopRedactRequest, delivery: Delivery) -> Outcom
         Delivery.objects.filter(pk=delivery.pk).update(body=None)
     return Outcome(
         Delivery.Status.DONE,
-        gettext(
-            "shop redacted (%(reason)s): %(checkouts)s checkout rows, %(deliveries)s deliveries"
-        )
-        % {"reason": check.reason, "checkouts": checkouts, "deliveries": deliveries},
+        notes.note(
+            "shop_redacted", reason=check.reason, checkouts=checkouts, deliveries=deliveries
+        ),
     )
 
 
@@ -328,21 +314,19 @@ def _refuse_shop_redact(
 ) -> Outcome:
     """Record the refusal and alert the merchant, at most once per shop and period."""
     if check.access is AdminAccess.ACTIVE:
-        note = (
-            gettext("shop/redact refused, nothing deleted: %s (the app is still installed)")
-            % check.reason
-        )
+        refused = notes.note("shop_redact_refused_installed", reason=check.reason)
     else:
-        note = gettext("shop/redact refused, nothing deleted: %s") % check.reason
+        refused = notes.note("shop_redact_refused", reason=check.reason)
+    note = str(refused)  # the log and the alert: in the worker's language, as before
     logger.warning("delivery %s: %s", delivery.pk, note)
     key = f"shop-redact-refused:{request.shop_domain}"
     if not claims.claim_once(key, REFUSED_ALERT_EVERY):
-        return Outcome(Delivery.Status.REFUSED, gettext("%s; merchant already alerted") % note)
+        return Outcome(Delivery.Status.REFUSED, notes.note("alerted_already", note=refused))
     subject = f"[Elbkerzen] shop/redact refused for {request.shop_domain}"
     if not alerts.send(subject, _refusal_text(delivery, note)):
         claims.release(key)  # the next refusal tries again
-        return Outcome(Delivery.Status.REFUSED, gettext("%s; the alert could not be sent") % note)
-    return Outcome(Delivery.Status.REFUSED, gettext("%s; merchant alerted") % note)
+        return Outcome(Delivery.Status.REFUSED, notes.note("alert_not_sent", note=refused))
+    return Outcome(Delivery.Status.REFUSED, notes.note("alerted", note=refused))
 
 
 def _refusal_text(delivery: Delivery, note: str) -> str:
@@ -375,5 +359,9 @@ def handle_data_request(request: DataRequestBody, delivery: Delivery) -> Outcome
     )
     return Outcome(
         Delivery.Status.DONE,
-        f"data request {request.request_id} recorded for {mask_email(request.email)}",
+        notes.note(
+            "data_request_recorded",
+            request=str(request.request_id),
+            address=mask_email(request.email),
+        ),
     )

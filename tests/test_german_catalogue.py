@@ -5,7 +5,8 @@ Three checks, each listing everything it found, so one run says what to fix:
 1. Every entry of locale/de/LC_MESSAGES/django.po has a German text and none is fuzzy.
 2. The catalogue holds every string of the current code: `makemessages` run on a copy of the
    sources adds nothing (strings added since the last `makemessages` are listed).
-3. Every admin page (index, each model's list, add and change page, the set-up page and the
+3. Every delivery result code (automation/notes.py) has a German text and renders German.
+4. Every admin page (index, each model's list, add and change page, the set-up page and the
    dashboard) rendered in German shows none of the catalogue's English msgids in its visible
    text or titles.
 
@@ -30,8 +31,9 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
+from automation import notes
 from automation.models import (
     AdGroup,
     AdGroupAction,
@@ -197,7 +199,36 @@ def test_the_catalogue_holds_every_string_of_the_code(tmp_path):
     )
 
 
-# --- 3: the pages -------------------------------------------------------------------------
+# --- 3: the results' codes --------------------------------------------------------------------
+
+NOTE_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def test_every_result_code_is_shown_in_german():
+    """Every code a handler can write is registered (an unknown one is refused when written),
+    so rendering each registered code covers every result the demo history and the suite make."""
+    entries = {entry.msgid: entry for entry in read_catalogue(CATALOGUE)}
+    problems = []
+    for code, template in notes.TEMPLATES.items():
+        with translation.override("en"):
+            msgid = str(template)
+        entry = entries.get(msgid)
+        if entry is None or not entry.translated or entry.fuzzy:
+            problems.append(f"{code}: {msgid!r} has no German text in django.po")
+            continue
+        values = {name: "7001" for name in NOTE_PLACEHOLDER.findall(msgid)}
+        stored = notes.note(code, **values).stored()
+        with translation.override("en"):
+            english = notes.render(stored)
+        with translation.override("de"):
+            german = notes.render(stored)
+        words = NOTE_PLACEHOLDER.sub("", msgid).strip(" :;,.()")
+        if not german or (words and german == english):
+            problems.append(f"{code}: renders {german!r} in German (compilemessages?)")
+    assert not problems, "result codes not shown in German:\n" + "\n".join(problems)
+
+
+# --- 4: the pages -------------------------------------------------------------------------
 
 
 class VisibleText(HTMLParser):
@@ -289,9 +320,18 @@ def shop_history(db) -> None:
     watched = WatchedProduct.objects.create(product_id=7001, label="Winterzauber")
     watched.ad_groups.set([item])
     apply.evaluate(apply.lock_products([watched.pk]))  # its decision, shown as German words
+    result = notes.join(
+        notes.note("total_available", total=0),
+        notes.note(
+            "ad_group_unchanged", ad_group=item.ad_group_id, status=notes.note("status_paused")
+        ),
+        notes.note("manual_holds", held=[notes.note("manual_held", label="Winterzauber",
+                                                     status=notes.note("state_paused"))]),
+    )  # fmt: skip
     delivery = Delivery.objects.create(
-        source=Delivery.Source.SHOPIFY, topic="inventory_levels/update", body=b'{"available": 0}'
-    )
+        source=Delivery.Source.SHOPIFY, topic="inventory_levels/update", body=b'{"available": 0}',
+        status=Delivery.Status.DONE, result=notes.text_of(result), result_note=result.stored(),
+    )  # fmt: skip
     AdGroupAction.objects.create(
         customer_id=item.customer_id, ad_group_id=item.ad_group_id,
         desired_status=AdGroupAction.Status.PAUSED, reason="Winterzauber: 0 ≤ 0",

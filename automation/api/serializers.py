@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import scheduling
+from .. import notes, scheduling
 from ..forms import PromotionForm
 from ..models import (
     AdGroup,
@@ -312,6 +312,13 @@ class PromotionSerializer(serializers.ModelSerializer):
 class DeliverySerializer(serializers.ModelSerializer):
     """Metadata only: the raw body may hold personal data and stays in the admin."""
 
+    result_shown = serializers.SerializerMethodField(
+        help_text="The result in the request's language; `result` keeps the English text."
+    )
+
+    def get_result_shown(self, delivery: Delivery) -> str:
+        return notes.shown(delivery.result_note, delivery.result)
+
     class Meta:
         model = Delivery
         fields = [
@@ -327,6 +334,7 @@ class DeliverySerializer(serializers.ModelSerializer):
             "status",
             "attempts",
             "result",
+            "result_shown",
             "last_error",
             "processed_at",
             "duplicate_count",

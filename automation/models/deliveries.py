@@ -79,6 +79,9 @@ class Delivery(models.Model):
         blank=True,
         help_text=_("What processing did, e.g. “total available 3”; errors go to “last error”."),
     )
+    # The result as a code with its values (automation/notes.py), shown in the reader's
+    # language; `result` keeps the English text. Null for rows written before, shown as stored.
+    result_note = models.JSONField(verbose_name=_("result note"), null=True, blank=True)
     last_error = models.TextField(verbose_name=_("last error"), blank=True)
     processing_started_at = models.DateTimeField(
         verbose_name=_("processing started at"), null=True, blank=True

@@ -16,6 +16,7 @@ from .. import alerts, shopify_access
 from ..adapters.shopify_admin import ShopifyAdminError
 from ..handling import Outcome, handles, handles_batch
 from ..models import AdGroupAction, Delivery, WatchedProduct
+from ..notes import Note, join, note
 from ..sources.shopify_inventory import LevelUpdate
 from ..sources.shopify_products import LevelDisconnected, ProductDeleted, ProductUpdate
 from . import apply, catalogue, levels
@@ -39,25 +40,25 @@ def handle_inventory_levels(batch: Sequence[tuple[LevelUpdate, Delivery]]) -> li
     applied = apply.apply_levels(updates, source=WEBHOOK, deliveries=deliveries)
     if not applied.watched:
         item = updates[0].inventory_item_id
-        return [Outcome(Status.IGNORED, f"inventory item {item} not watched")] * len(batch)
+        return [Outcome(Status.IGNORED, note("item_not_watched", item=str(item)))] * len(batch)
     decided_by = applied.decided_by
     outcomes = []
     for index, update in enumerate(updates):
         if not applied.written[index]:
-            stale = f"newer levels are stored; this one is from {update.updated_at.isoformat()}"
+            stale = note("levels_newer_stored", at=update.updated_at)
             outcomes.append(Outcome(Status.STALE, stale))
         elif update.available is None or decided_by is None:
-            outcomes.append(
-                Outcome(Status.IGNORED, "stock not tracked (available is null): stored, no action")
-            )
+            outcomes.append(Outcome(Status.IGNORED, note("stock_not_tracked")))
         elif index == decided_by:
             outcomes.append(_outcome(applied.stock, applied.settled))
         else:
             outcomes.append(
                 Outcome(
                     Status.DONE,
-                    f"{_stock_note(applied.stock)}; ad groups set with delivery "
-                    f"{deliveries[decided_by].pk}, the last stock level of its batch",
+                    join(
+                        _stock_note(applied.stock),
+                        note("set_with_delivery", delivery=deliveries[decided_by].pk),
+                    ),
                 )
             )
     return outcomes
@@ -76,17 +77,22 @@ def handle_disconnect(event: LevelDisconnected, delivery: Delivery) -> Outcome:
         if still is not None:
             return Outcome(
                 Status.IGNORED,
-                f"Shopify still stocks inventory item {item} at location {location}: kept",
+                note("still_stocked", item=str(item), location=str(location)),
             )
     products = apply.lock_watching([item])
     removed = levels.remove_level(item, location)
     if not products:
-        note = "level removed" if removed else "no level stored"
-        return Outcome(Status.DONE, f"location {location} disconnected: {note}; not watched")
+        what = note("level_removed" if removed else "no_level_stored")
+        return Outcome(
+            Status.DONE,
+            note("location_disconnected_unwatched", location=str(location), what=what),
+        )
     keys = apply.evaluate(products)
     settled = apply.settle(keys, source=WEBHOOK, delivery=delivery)
     outcome = _outcome({p.label: p.stock for p in products}, settled)
-    return replace(outcome, note=f"location {location} disconnected; {outcome.note}")
+    return replace(
+        outcome, note=join(note("location_disconnected", location=str(location)), outcome.note)
+    )
 
 
 @handles("shopify", "products/create", "products/update")
@@ -94,16 +100,14 @@ def handle_product(event: ProductUpdate, delivery: Delivery) -> Outcome:
     """A product's status or variants changed: a variant added later counts at once."""
     product_ids = catalogue.watched_by_product(event.product_id)
     if not product_ids:
-        return Outcome(Status.IGNORED, f"product {event.product_id} not watched")
+        return Outcome(Status.IGNORED, note("product_not_watched", product=str(event.product_id)))
     products = apply.lock_products(product_ids)
     if catalogue.record_product(event) is None:
-        stale = f"a newer state of product {event.product_id} is stored"
+        stale = note("product_newer_stored", product=str(event.product_id))
         return Outcome(Status.STALE, stale)
     enabled = [product for product in products if product.enabled]
     if not enabled:
-        return Outcome(
-            Status.DONE, f"product {event.product_id} stored; not watched (switched off)"
-        )
+        return Outcome(Status.DONE, note("product_switched_off", product=str(event.product_id)))
     keys = apply.evaluate(enabled)
     return _outcome({p.label: p.stock for p in enabled}, apply.settle(keys, source=WEBHOOK))
 
@@ -122,13 +126,13 @@ def handle_product_deleted(event: ProductDeleted, delivery: Delivery) -> Outcome
         finally:
             client.close()
         if exists:
-            return Outcome(Status.IGNORED, f"Shopify still has product {product_id}: kept")
+            return Outcome(Status.IGNORED, note("product_still_exists", product=str(product_id)))
     product_ids = catalogue.watched_by_product(product_id)
     products = apply.lock_products(product_ids)
     catalogue.record_deleted(product_id)
     watched = [product for product in products if product.enabled]
     if not watched:
-        return Outcome(Status.DONE, f"product {product_id} deleted in Shopify; not watched")
+        return Outcome(Status.DONE, note("product_deleted_unwatched", product=str(product_id)))
     keys = apply.ad_groups_of([product.pk for product in watched])
     WatchedProduct.objects.filter(pk__in=[product.pk for product in watched]).update(enabled=False)
     settled = apply.settle(keys, source=WEBHOOK, delivery=delivery)
@@ -136,42 +140,62 @@ def handle_product_deleted(event: ProductDeleted, delivery: Delivery) -> Outcome
     pks = [product.pk for product in watched]
     transaction.on_commit(lambda: alerts.product_deleted(pks))
     outcome = _outcome({}, settled)
-    note = f"product {product_id} deleted in Shopify: no longer watched: {', '.join(labels)}"
-    return replace(outcome, note=f"{note}; {outcome.note}" if outcome.note else note)
+    deleted = note("product_deleted", product=str(product_id), labels=", ".join(labels))
+    return replace(outcome, note=join(deleted, outcome.note))
 
 
 # --- what the merchant reads in the delivery's result ------------------------------------------
 
 
-def _stock_note(stock: dict[str, int | None] | None) -> str:
+def _stock_note(stock: dict[str, int | None] | None) -> Note | str:
     if not stock:
         return ""
     if len(stock) == 1:
         (total,) = stock.values()
-        return f"total available {'?' if total is None else total}"
-    return "; ".join(
-        f"{label}: total available {'?' if total is None else total}"
-        for label, total in stock.items()
+        return note("total_available", total=total)
+    return join(
+        *(note("label_total_available", label=label, total=total) for label, total in stock.items())
     )
 
 
 def _outcome(stock: dict[str, int | None] | None, settled: list[apply.Settled]) -> Outcome:
     """DONE with what was decided; the Ads errors as the retry (raised after the commit)."""
-    notes = [_stock_note(stock)] if stock else []
+    notes: list[Note | str] = [_stock_note(stock)] if stock else []
     held = []
     for done in settled:
         customer_id, ad_group_id = done.key
-        if done.result in (apply.UNCHANGED, AdGroupAction.Result.HELD):
-            notes.append(f"ad group {ad_group_id} {done.status} {done.result}")
+        shown = {"ad_group": str(ad_group_id), "status": _status(done.status)}
+        if done.result == apply.UNCHANGED:
+            notes.append(note("ad_group_unchanged", **shown))
+        elif done.result == AdGroupAction.Result.HELD:
+            notes.append(note("ad_group_held", **shown))
         elif done.result == apply.MISSING:
-            notes.append(f"ad group {ad_group_id} missing in Google Ads: skipped")
+            notes.append(note("ad_group_missing", ad_group=str(ad_group_id)))
         if done.manual:
-            held.append(f"{done.label} ({str(done.status).lower()})")
+            held.append(
+                note("manual_held", label=done.label, status=_status(done.status, lower=True))
+            )
     if held:
-        notes.append(f"manual state holds: {', '.join(held)}")
+        notes.append(note("manual_holds", held=held))
     errors = apply.errors_of(settled)
     return Outcome(
         Status.DONE,
-        "; ".join(note for note in notes if note),
+        join(*notes),
         retry=apply.combined(errors) if errors else None,
     )
+
+
+def _status(status: object, lower: bool = False) -> Note | str:
+    """An ad group status as a note, so a German page shows its German name, not ENABLED."""
+    codes = (
+        {"ENABLED": "state_enabled", "PAUSED": "state_paused"}
+        if lower
+        else {
+            "ENABLED": "status_enabled",
+            "PAUSED": "status_paused",
+        }
+    )
+    code = codes.get(str(status))
+    if code:
+        return note(code)
+    return str(status).lower() if lower else str(status)
