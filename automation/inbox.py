@@ -587,9 +587,12 @@ def _finish_params(delivery: Delivery, outcome: Outcome, now: datetime) -> list:
 # together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
 @functools.cache
 def _finish_sql() -> str:
+    # The note is bound as JSON text: PostgreSQL takes it into jsonb by a cast, SQLite stores
+    # JSON as text already.
+    note = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
     return (
         f"UPDATE {connection.ops.quote_name(Delivery._meta.db_table)} "  # noqa: S608 (model names)
-        "SET status = %s, result = %s, result_note = %s::jsonb, last_error = %s, processed_at = %s "
+        f"SET status = %s, result = %s, result_note = {note}, last_error = %s, processed_at = %s "
         "WHERE id = %s"
     )
 
