@@ -246,16 +246,9 @@ class ShopifyStandIn:
         self.base_url = server.url_for("/").rstrip("/")
         return self.base_url
 
-    @contextlib.contextmanager
-    def serve(self, host: str = "127.0.0.1") -> Iterator[str]:
+    def serve(self, host: str = "127.0.0.1") -> contextlib.AbstractContextManager[str]:
         """Run on an own werkzeug server (ephemeral port) outside pytest; yields the base URL."""
-        server = HTTPServer(host=host, port=0)
-        server.start()
-        try:
-            yield self.install(server)
-        finally:
-            server.clear()
-            server.stop()
+        return serve_on_own_server(self, host)
 
     def script(self, *answers: Any) -> None:
         """Force the next answers to accepted tokens: "THROTTLED" (drains the bucket), "429" or
@@ -1013,3 +1006,16 @@ def _order_matches(order: dict[str, Any], query: Any) -> bool:
 
 def _iso(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+@contextlib.contextmanager
+def serve_on_own_server(standin: Any, host: str = "127.0.0.1") -> Iterator[str]:
+    """A stand-in (anything with `install(server) -> base URL`) on an own werkzeug server, for
+    the chaos day and the benchmarks, which run outside pytest's `httpserver`."""
+    server = HTTPServer(host=host, port=0)
+    server.start()
+    try:
+        yield standin.install(server)
+    finally:
+        server.clear()
+        server.stop()

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from tests.shopify_standin import TOKEN, ShopifyStandIn
+from tests.shopify_standin import TOKEN, ShopifyStandIn, serve_on_own_server
 
 STRIPE_KEY = "sk_test_standin"  # noqa: S105 (a stand-in's key, not a secret)
 SESSION_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/stripe/checkout_session.json"
@@ -56,16 +55,9 @@ class StripeStandIn:
         server.expect_request(SESSION_PATH, method="GET").respond_with_handler(self.handle)
         return server.url_for("/").rstrip("/")
 
-    @contextlib.contextmanager
-    def serve(self, host: str = "127.0.0.1") -> Iterator[str]:
+    def serve(self, host: str = "127.0.0.1") -> contextlib.AbstractContextManager[str]:
         """Run on an own werkzeug server (ephemeral port) outside pytest; yields the base URL."""
-        server = HTTPServer(host=host, port=0)
-        server.start()
-        try:
-            yield self.install(server)
-        finally:
-            server.clear()
-            server.stop()
+        return serve_on_own_server(self, host)
 
     def handle(self, request: Request) -> Response:
         with self._lock:
