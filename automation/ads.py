@@ -234,9 +234,9 @@ def confirmed_state(
 
 # Hand-written SQL, kept for speed only (`AdGroupState.objects.filter(…).select_for_update()
 # .values_list(…).first()` is as correct; it also ordered by the primary key, which a lookup by
-# the unique (backend, customer_id, ad_group_id) does not need). cProfile over 400 inventory
-# jobs, one per delivery, the round trip included: 0.83 s in the ORM form, 0.07 s written out
-# (docs/PERFORMANCE.md, "Findings", 2026-12-01 backlog batches).
+# the unique (backend, customer_id, ad_group_id) does not need); the ORM form costs every
+# inventory job more than its round trip (docs/PERFORMANCE.md, "Written-out confirmed-status
+# check").
 @functools.cache
 def _confirmed_status_sql(for_update: bool) -> str:
     def column(name: str) -> str:

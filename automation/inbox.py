@@ -267,9 +267,9 @@ def claim(delivery_id: int) -> Delivery | None:
 
 # Hand-written SQL. Needed for correctness: the conditional UPDATE (only from `received` or
 # `failed`) is the claim, and its row count decides which worker processes the delivery; the ORM's
-# update() cannot return the row. Kept for speed: RETURNING plus `rows.load()` instead of the same
-# statement through `Delivery.objects.raw()`: 0.95 M instead of 1.89 M instructions per claim,
-# client and PostgreSQL together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
+# update() cannot return the row. Kept for speed too: RETURNING plus `rows.load()` costs half of
+# the same statement through `Delivery.objects.raw()` (docs/PERFORMANCE.md, "Hand-written claim
+# statement").
 @functools.cache
 def _claim_sql() -> str:
     return (
@@ -583,8 +583,7 @@ def _finish_params(delivery: Delivery, outcome: Outcome, now: datetime) -> list:
 
 # Hand-written SQL, kept for speed only (`Delivery.objects.filter(pk=...).update(...)` would be
 # as correct): the ORM compiles the UPDATE anew per job and binds client-side, so PostgreSQL
-# plans it anew too: 0.44 M instead of 1.14 M instructions per outcome, client and PostgreSQL
-# together (bench/handwritten.py, callgrind; docs/PERFORMANCE.md "Findings").
+# plans it anew too (docs/PERFORMANCE.md, "Hand-written outcome statement").
 @functools.cache
 def _finish_sql() -> str:
     # The note is bound as JSON text: PostgreSQL takes it into jsonb by a cast, SQLite stores

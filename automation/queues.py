@@ -1,7 +1,7 @@
 """One Redis client per process, shared by every enqueue; and what RQ still holds of a job.
 
-Building a client per request cost more than the enqueue itself in the intake prototype
-(260/s versus 710/s), and django-rq's `get_queue()` builds one per call unless given a client.
+Building a client per request cost more than the enqueue itself (docs/PERFORMANCE.md, "One
+Redis client per process"), and django-rq's `get_queue()` builds one per call unless given one.
 Short socket timeouts keep a hanging Redis from pushing an answer past Shopify's 5 s limit.
 """
 

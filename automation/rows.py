@@ -1,28 +1,12 @@
 """Rows on the hot paths: run a written-out statement, INSERT with a statement built once per
 model, load a RETURNING row.
 
-Everything here is kept for speed only; the ORM would be as correct. Each part with the
-measurement that keeps it (docs/PERFORMANCE.md, "Findings"). Re-measured for issue 15 in
-instructions, which the machine's load does not move (bench/handwritten.py: callgrind on this
-process and on its PostgreSQL backend, client and server together, per operation): the
-AdGroupAction INSERT 0.50 M against 1.19 M for `objects.create()`, the intake's Delivery INSERT
-0.71 M against 1.61 M, a statement through `execute()` 0.45 M against 0.66 M through Django's
-cursor, the claim's row through `load()` 0.95 M against 1.89 M through `objects.raw()`.
-Earlier measurements, when each was made:
-
-- `insert()`: `Model.objects.create()` compiles its INSERT anew on every call and first builds a
-  model instance; on the intake both together cost more than the round trip itself. Interleaved
-  wrk A/B, 8 pairs at 32 connections: +9 % requests/s, intake ÷ bare 0.287 → 0.319; taking field
-  values instead of an instance, in-process A/B through the WSGI handler, 10 alternating blocks
-  of 1,000 requests: 975 → 871 µs CPU per intake request. Values still go through the model's
-  fields (defaults, `auto_now_add`, conversion), so the row equals what `create()` would write;
-  no signals are sent (the project has no receivers on these models).
-- `load()`: turns a row a written-out statement returned into the instance the ORM would have
-  loaded, without `Model.objects.raw()` resolving the columns anew for every row. In-process,
-  5 alternating runs of 1,000 inventory jobs: 1,058 → 920 µs CPU per job.
-- `execute()`: runs every such statement on psycopg's own cursor where it can. The INSERT's
-  client side 0.52 → 0.38 M instructions (callgrind); interleaved wrk pairs at 32 connections:
-  PostgreSQL CPU per intake request 0.55 → 0.40 ms, requests/s +5 %.
+Everything here is kept for speed only; the ORM would be as correct. `insert()` builds each
+INSERT once and skips the model instance (docs/PERFORMANCE.md, "Prepared INSERTs"); `load()`
+skips `objects.raw()` resolving the columns anew for every row (docs/PERFORMANCE.md,
+"Hand-written claim statement"); `execute()` lets psycopg prepare the statements
+(docs/PERFORMANCE.md, "psycopg's own cursor"). Values still go through the model's fields, so a
+row equals what `create()` would write; no signals are sent (no receivers on these models).
 """
 
 import functools
@@ -72,15 +56,12 @@ def insert(model: type[Model], **values: Any) -> int:
 def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Run one written-out hot-path statement; its rows ([] when it returns none).
 
-    On PostgreSQL the statement goes to psycopg's own cursor: Django's cursor wrapper and its
-    client-side binding cost more Python than psycopg's own work on these statements, and only
-    with server-side binding can psycopg prepare them (the connection's `prepare_threshold`,
-    `DATABASE_PREPARED_STATEMENTS`), which spares PostgreSQL the parse and plan of each
-    (measured in the module docstring). What Django's wrapper does that matters is kept: the
-    connection is opened if needed, a broken transaction refuses further queries, and psycopg's
-    errors become Django's (`IntegrityError` decides duplicates). The field-prepared values are
-    made for server-side binding (Django's own `server_side_binding` option sends them so).
-    Where queries are logged (DEBUG, assertNumQueries) or wrapped, Django's cursor runs them.
+    On PostgreSQL it goes to psycopg's own cursor with server-side binding (which the
+    field-prepared values suit, as Django's `server_side_binding` option shows), skipping the
+    Python of Django's wrapper and letting psycopg prepare it (`DATABASE_PREPARED_STATEMENTS`;
+    docs/PERFORMANCE.md, "psycopg's own cursor"). What that wrapper does that matters is kept:
+    connect if needed, refuse a broken transaction, Django's error classes. Where queries are
+    logged (DEBUG, assertNumQueries) or wrapped, Django's cursor runs them.
     """
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor == "postgresql" and _plain(connection):
@@ -122,8 +103,8 @@ def _fetched(cursor: psycopg.Cursor) -> list[tuple[Any, ...]]:
     """The rows of the cursor's current result, [] for a statement that returns none.
 
     Asks the result's status, not `cursor.description`: building the description (an object
-    per column, 20 for the claim's RETURNING) took over a third of the time of a claim that
-    found nothing to claim (cProfile, 500 such jobs: 0.10 of 0.28 s).
+    per column, 20 for the claim's RETURNING) is a large part of a claim that finds nothing
+    (docs/PERFORMANCE.md, "Empty claim without a column description").
     """
     result = cursor.pgresult
     if result is None or result.status != psycopg.pq.ExecStatus.TUPLES_OK:

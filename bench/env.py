@@ -94,7 +94,7 @@ def reset_tables() -> None:
 
     A CHECKPOINT follows, so every run starts from the same flushed state: the emptied files'
     removal and the last run's dirty pages are written now, not by a checkpoint that lands in
-    the middle of whichever run comes next (stalls of 0.3-0.6 s in single runs before).
+    the middle of whichever run comes next (docs/PERFORMANCE.md, "Checkpoint after each reset").
     """
     from django.db import DatabaseError, connection, transaction
 

@@ -95,7 +95,7 @@ TEMPLATES = [
 ]
 
 # Persistent connections: opening a connection per request, not the INSERT, dominated the
-# intake's cost in the prototype (90/s versus 205/s with persistent connections).
+# intake's cost (docs/PERFORMANCE.md, "Persistent database connections").
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}")
 }

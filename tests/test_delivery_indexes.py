@@ -1,7 +1,7 @@
 """Delivery's pseudonym indexes hold only rows that carry a pseudonym, and redaction uses them.
 
 Indexed in full, every claim and outcome UPDATE of a delivery without a customer (every stock
-level) added an entry for "" to each of them (docs/PERFORMANCE.md, "Findings").
+level) added an entry for "" to each of them (docs/PERFORMANCE.md, "Partial pseudonym indexes").
 """
 
 import pytest

@@ -143,7 +143,8 @@ class Delivery(models.Model):
             # Partial: a redaction looks bodies up by a pseudonym, never by "", and most
             # deliveries (stock levels, anonymous checkouts) carry none. Indexed in full, every
             # claim and outcome UPDATE added an entry for "" to each such index, the costliest
-            # part of PostgreSQL's work per inventory job (docs/PERFORMANCE.md, "Findings").
+            # part of PostgreSQL's work per inventory job (docs/PERFORMANCE.md, "Partial
+            # pseudonym indexes").
             models.Index(
                 fields=["customer_ref"], condition=~Q(customer_ref=""), name="delivery_customer_ref"
             ),

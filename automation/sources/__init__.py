@@ -78,7 +78,8 @@ def header(request: HttpRequest, name: str) -> str:
     `HTTP_` prefix, so they are not found here.
 
     Read from `request.META` directly: `request.headers` first builds a mapping of every header,
-    which was a third of the signature check's cost on the intake (bench/findings.md, change 12).
+    a large part of the signature check's cost (docs/PERFORMANCE.md, "Headers read from
+    request.META").
     """
     return request.META.get(_meta_key(name), "")
 
