@@ -1,6 +1,6 @@
 """`python -m bench` (`make bench`): every benchmark in one run, summary, docs/PERFORMANCE.md.
 
-Why one command: the issue's numbers only mean something side by side, measured on the same
+Why one command: the numbers only mean something side by side, measured on the same
 machine in the same hour with the same versions; the report says which machine that was.
 """
 

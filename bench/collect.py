@@ -1,4 +1,4 @@
-"""The earlier issues' benches (worker, reconcile), run as they are and collected for the report.
+"""The standalone benches (worker, reconcile), run as they are and collected for the report.
 
 Why: each keeps its own entry point and output (`python bench/worker.py`, `bench/reconcile.py`);
 running them in child processes keeps their Django setup and clean-ups away from this process,

@@ -134,7 +134,7 @@ class IntakeResult:
         )
 
     def verdicts(self) -> list[tuple[str, str, bool]]:
-        """(target, measured, passed) for each of the issue's intake targets."""
+        """(target, measured, passed) for each intake target."""
         found = []
         for connections in (32, 4):
             intake = self.summary("intake", connections)

@@ -1,6 +1,6 @@
 """The summary printed at the end of `python -m bench` and the docs/PERFORMANCE.md it writes.
 
-Why: one place turns the measurements into the tables the issue asks for (ratios, PASS/FAIL
+Why: one place turns the measurements into the tables the targets ask for (ratios, PASS/FAIL
 against each target, the machine they ran on), so the console and the document never disagree.
 """
 

@@ -1,8 +1,8 @@
 """Slow clients against the documented stack: signed webhooks answered while slow clients hold on.
 
 Why: gunicorn's sync workers serve one connection each; four clients that send their headers,
-then one body byte every 2 s, held all four workers and every real webhook timed out (issue 14,
-finding 2). docker-compose.yml therefore puts nginx in front (deploy/nginx/default.conf.template),
+then one body byte every 2 s, held all four workers and every real webhook timed out.
+docker-compose.yml therefore puts nginx in front (deploy/nginx/default.conf.template),
 which reads each body completely before gunicorn sees the request. This bench runs that very
 template with the local nginx binary in front of the Dockerfile's gunicorn command, opens SLOW
 connections that trickle their bodies, and sends signed `inventory_levels/update` deliveries at

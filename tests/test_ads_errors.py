@@ -1,9 +1,9 @@
 """Google Ads errors read as Google documents them: collisions and rate limits are retried.
 
 DatabaseError.CONCURRENT_MODIFICATION says "Retry the request"; QuotaError.RESOURCE_EXHAUSTED
-is retried by Google's own examples/error_handling/handle_rate_exceeded_error.py. Both used to
-be permanent here: a promotion end that collided with an edit was recorded as ended while the
-ad group kept running, and a rate limit killed the delivery at once.
+is retried by Google's own examples/error_handling/handle_rate_exceeded_error.py. Taken as
+permanent, a promotion end that collided with an edit would be recorded as ended while the ad
+group kept running, and a rate limit would kill the delivery at once.
 
 An ad group Google Ads does not know (MutateError.RESOURCE_NOT_FOUND) or holds as removed
 (OPERATION_NOT_PERMITTED_FOR_REMOVED_RESOURCE) is AdGroupMissing: permanent, with its kind, so

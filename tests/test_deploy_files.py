@@ -1,4 +1,4 @@
-"""The image and the compose file (issue 14, finding 13) and the proxy they publish (finding 2).
+"""The image and the compose file, and the proxy they publish.
 
 Docker cannot run on these machines, so the files are read as Docker reads them: .dockerignore
 with Docker's matching rules, docker-compose.yml as YAML, the Dockerfile's CMD and ENV lines;

@@ -1,7 +1,7 @@
 """The discount cooldown: an address that got a discount recently is offered no second one.
 
 The reason the decision records is `decisions.recent_discount(days)`, the one text the pure
-rules' tests use too (there used to be a second, differently worded constant only tests read).
+rules' tests use too, so a test cannot pass against wording the code no longer writes.
 """
 
 from datetime import timedelta

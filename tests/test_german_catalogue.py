@@ -65,7 +65,7 @@ CATALOGUE = ROOT / "locale" / "de" / "LC_MESSAGES" / "django.po"
 # What makemessages reads: the project's code and templates (README: the makemessages command).
 SOURCES = ("manage.py", "elbkerzen", "automation", "templates", "locale")
 SETTINGS = "elbkerzen.settings"
-# The set-up page (issue 16); walked once it exists.
+# The set-up page; walked once it exists.
 SETUP_PAGE = "/admin/setup/"
 
 

@@ -14,7 +14,7 @@ from automation.sources import shopify
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL_DEFAULTS = ROOT / ".env.local"
-# What `make run` used to export itself; now only .env.local holds them.
+# The local defaults `make run` relies on; only .env.local holds them.
 LOCAL_VARIABLES = ("DEBUG", "SHOPIFY_WEBHOOK_SECRETS", "STRIPE_WEBHOOK_SECRETS")
 
 

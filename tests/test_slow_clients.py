@@ -1,10 +1,10 @@
-"""Slow clients cannot starve the webhook intake of the documented stack (issue 14, finding 2).
+"""Slow clients cannot starve the webhook intake of the documented stack.
 
 The short version of `bench/slow_clients.py`: the Dockerfile's gunicorn (4 sync workers) on the
 test database, behind nginx running the committed deploy/nginx/default.conf.template exactly as
 docker-compose.yml's proxy runs it. SLOW connections send their headers and then one body byte
 every 2 s while signed deliveries arrive at 10/s; every one must be answered 200 within 1 s.
-The same attack straight against gunicorn (the stack before the proxy) must fail, which shows
+The same attack straight against gunicorn (no proxy in front) must fail, which shows
 the measurement can see the difference.
 
 Skipped where nginx is not installed, except under CI=true (.ci/run installs it), where a
@@ -61,7 +61,7 @@ def test_behind_the_committed_nginx_config_every_webhook_is_answered_within_a_se
     assert result.passed, f"answered within {LIMIT_S} s: {result.within_limit}/{result.sent}"
 
     # A delivery sent chunked reaches gunicorn with its length: nginx buffers the body and
-    # sends Content-Length upstream (finding 7: "behind the proxy it arrives with a length").
+    # sends Content-Length upstream, so behind the proxy it arrives with a length.
     head, body = delivery(proxy.port, 0, "chunked", SECRET, SHOP).split(b"\r\n\r\n", 1)
     headers = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:])
     del headers["Content-Length"]
@@ -72,7 +72,7 @@ def test_behind_the_committed_nginx_config_every_webhook_is_answered_within_a_se
 
 
 def test_straight_to_gunicorn_the_same_slow_clients_starve_the_webhooks(gunicorn):
-    """The stack as it was (gunicorn published): the measurement must see the failure."""
+    """gunicorn published without the proxy: the measurement must see the failure."""
     result = asyncio.run(
         attack(gunicorn.port, "gunicorn directly", SLOW, RATE, SECONDS, SECRET, SHOP, SETTLE, 2.0)
     )

@@ -160,7 +160,7 @@ def _legacy_token(age_seconds: int) -> str:
 
 
 def test_legacy_readable_token_is_honoured_during_the_transition(client):
-    """Links in mails sent before the change keep working for LEGACY_UNSUBSCRIBE_MAX_AGE."""
+    """Links in mails with the older readable token keep working for LEGACY_UNSUBSCRIBE_MAX_AGE."""
     token = _legacy_token(int(LEGACY_UNSUBSCRIBE_MAX_AGE.total_seconds()) - 3600)
     assert signing.dumps(EMAIL, salt=UNSUBSCRIBE_SALT, compress=True).count(":") == 2
     assert email_from_token(token) == EMAIL

@@ -5,7 +5,7 @@ two gunicorn pools, each the Dockerfile's command (4 sync workers). Shopify's st
 only after SHOPIFY_DELAY seconds, longer than the pickers' VENDOR_INTERACTIVE_TIMEOUT. Twice as
 many picker searches as the admin pool has workers keep every admin worker waiting; signed
 webhooks and the health probe sent meanwhile must be answered within LIMIT_S and stored. With
-both upstreams pointed at one pool (the stack before the split) the same load must make most
+both upstreams pointed at one pool (no separate webhook pool) the same load must make most
 webhooks late, which shows the measurement can see the difference.
 
 Skipped where nginx is not installed, except under CI=true, where it fails instead.
@@ -214,7 +214,7 @@ def test_webhooks_are_answered_within_a_second_while_every_admin_worker_waits_on
 def test_with_one_pool_for_both_the_same_searches_make_the_webhooks_late(
     processes, tmp_path, slow_shopify
 ):
-    """The stack before the split (nginx sends everything to one pool): the test sees it."""
+    """One pool for everything (nginx sends webhooks and admin alike to it): the test sees it."""
     shopify_url, _ = slow_shopify
     shared = pool(processes, tmp_path, "shared-pool", shopify_url)
     proxy = start_nginx(

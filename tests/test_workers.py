@@ -52,4 +52,4 @@ def test_the_scheduler_child_ends_soon_after_its_worker_is_killed(redis):
             assert taken != name
     finally:
         if child is not None and _running(child):
-            os.kill(child, signal.SIGTERM)  # the orphan this test made (before the fix)
+            os.kill(child, signal.SIGTERM)  # the scheduler, had it outlived its worker
