@@ -225,7 +225,7 @@ BEHAVIOURS: dict[str, tuple[grpc.StatusCode, str, str, str]] = {
     # QuotaError.RESOURCE_EXHAUSTED, "Too many requests." (QuotaErrorEnum in the API reference),
     # without a retry_delay. Usually a short-term rate limit: Google's own
     # examples/error_handling/handle_rate_exceeded_error.py (googleads/google-ads-python) retries
-    # it after 10 s, 20 s, 40 s. (It once stood here as "daily_quota", a permanent failure: wrong.)
+    # it after 10 s, 20 s, 40 s, so it is not a permanent "daily_quota".
     "rate_exceeded": (
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "quota_error",
