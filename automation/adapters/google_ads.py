@@ -637,18 +637,14 @@ def read_ad_groups(
 ) -> dict[str, AdGroupChoice]:
     """Each ad group as Google Ads has it now: its status, its name and its campaign's name.
 
-    A GAQL search of `ad_group.status` through GoogleAdsService.Search, as Google's
-    examples/basic_operations/get_ad_groups.py (googleads/google-ads-python, until its 2023
-    examples cleanup) read ad groups; the SDK's pager fetches further pages itself. A removed
-    ad group answers "REMOVED" (AdGroupStatusEnum; the query does not filter on status, as
-    Google's examples/basic_operations/get_responsive_search_ads.py must with `status !=
-    REMOVED` to leave removed ones out). An ad group the account does not know is absent from
-    the result: the caller reads absent as not found, "REMOVED" as removed. The names come with
-    the same rows, the fields the picker selects (`ad_group.name`, and `campaign.name` of the
-    campaign, an "attributed resource" GAQL joins to `FROM ad_group` implicitly:
-    https://developers.google.com/google-ads/api/docs/query/overview, "Key terminology"), so
-    the nightly run refreshes what the pages call each ad group without another call.
+    One the account does not know is absent (the caller reads it as not found); a removed one
+    answers "REMOVED". The names come along, so the nightly run refreshes them without a call.
     """
+    # GoogleAdsService.Search, as googleads/google-ads-python's (pre-2023)
+    # examples/basic_operations/get_ad_groups.py reads ad groups; the SDK's pager fetches further
+    # pages. No filter on status (get_responsive_search_ads.py needs `status != REMOVED` to leave
+    # removed ones out). `campaign.name` is an "attributed resource" GAQL joins to FROM ad_group
+    # implicitly (https://developers.google.com/google-ads/api/docs/query/overview).
     customer_id = str(customer_id).replace("-", "")
     ids = sorted({str(int(ad_group_id)) for ad_group_id in ad_group_ids})  # numbers only
     client = client or build_client()

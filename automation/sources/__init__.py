@@ -32,25 +32,21 @@ class Incoming:
 
 
 def read_body(request: HttpRequest) -> bytes:
-    """The raw body, refusing oversize ones by their declared length before reading them.
-
-    A body sent with Transfer-Encoding (chunked) is refused with 411 before anything reads it:
-    WSGI servers pass it on without CONTENT_LENGTH (gunicorn's `wsgi.input_terminated`), and
-    Django's WSGIRequest then reads zero bytes (django/core/handlers/wsgi.py: a missing
-    CONTENT_LENGTH becomes 0), so a signed delivery would be checked as an empty body and
-    answered 401. 411 Length Required: https://www.rfc-editor.org/rfc/rfc9110#section-15.5.12.
-    Without either header the body is empty (https://www.rfc-editor.org/rfc/rfc9112#section-6.3)
-    and is checked as such. Behind the buffering proxy a chunked body arrives with a
-    Content-Length and is accepted
-    (https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_request_buffering).
-    """
+    """The raw body, refusing oversize ones by their declared length before reading them, and
+    chunked ones (411), which Django would read as empty and so answer a signed delivery 401."""
+    # WSGI servers pass a chunked body on without CONTENT_LENGTH (gunicorn's
+    # `wsgi.input_terminated`), and Django's WSGIRequest then reads zero bytes
+    # (django/core/handlers/wsgi.py). 411 Length Required:
+    # https://www.rfc-editor.org/rfc/rfc9110#section-15.5.12. Behind the buffering proxy a chunked
+    # body arrives with a Content-Length and is accepted
+    # (https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_request_buffering).
     if request.META.get("HTTP_TRANSFER_ENCODING"):
         raise LengthRequired(
             "send the body with a Content-Length header; "
             "Transfer-Encoding (chunked) bodies are not read here"
         )
     limit = settings.WEBHOOK_MAX_BODY_BYTES
-    try:
+    try:  # without either header the body is empty (RFC 9112, section 6.3), checked as such
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
