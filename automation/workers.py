@@ -12,13 +12,8 @@ from .db_timeouts import worker_timeouts
 class ParentBoundScheduler(RQScheduler):
     """RQ's scheduler process, ending soon after the worker that forked it is gone.
 
-    RQ forks the scheduler from the worker (`RQScheduler.start`) and stops it only from the
-    worker's teardown (`Worker.stop_scheduler`, a SIGTERM). A worker killed with SIGKILL (the
-    OOM killer, `kill -9`, a supervisor's last resort) never tears down, and the child would
-    keep scheduling and refreshing its lock forever. The scheduler's own loop beats once a
-    second (`interval`); on each beat it checks whether it still has its parent, and else stops
-    the way RQ stops it on SIGTERM (`request_stop`, then `stop`: locks released, death
-    registered), so the restarted worker's scheduler takes over the lock at once.
+    RQ stops it only from the worker's teardown (`Worker.stop_scheduler`), which a worker killed
+    with SIGKILL never runs: the orphan would hold the scheduler lock for ever.
     """
 
     _parent_pid: int | None = None
@@ -32,6 +27,8 @@ class ParentBoundScheduler(RQScheduler):
         return self._parent_pid is not None and os.getppid() != self._parent_pid
 
     def heartbeat(self) -> None:
+        # Once a second (`interval`). Stops as RQ does on SIGTERM (`request_stop`, then `stop`:
+        # locks released, death registered), so the restarted worker's scheduler takes over.
         if self.orphaned():
             self.log.warning("Scheduler: its worker (PID %s) is gone, stopping", self._parent_pid)
             self.request_stop()
