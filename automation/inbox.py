@@ -289,13 +289,9 @@ def process(delivery_id: int, *, final_attempt: bool) -> str:
 def _process(delivery_id: int, *, final_attempt: bool) -> str:
     """Claim the delivery, run its handler, record the outcome; returns the final status.
 
-    The handler's effects and its outcome commit in one transaction (one commit per delivery,
-    and no window in which the effects are committed but the row still says `processing`);
-    the outcome's follow-ups are scheduled after that commit. Safe to run twice: only a
-    `received` or `failed` row can be claimed. A handler exception (or an outcome's `retry`,
-    raised once its effects committed) leaves the row `failed` and propagates so RQ retries;
-    on the final attempt (RQ's last, or the row's attempts at the limit), or for a permanent
-    error, the row goes `dead` and the merchant gets one alert.
+    Safe to run twice: only a `received` or `failed` row can be claimed. A failure propagates
+    so RQ retries, until the final attempt or a permanent error makes the row `dead` with one
+    alert (`_failed`).
     """
     delivery = claim(delivery_id)
     if delivery is None:
@@ -315,6 +311,9 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     try:
         # Parsed once, here: the handler gets the typed event (automation/sources/events.py).
         event = parse_event(delivery.source, delivery.topic, delivery.body, delivery.shop_domain)
+        # Effects and outcome commit together: one commit per delivery, and no window in which
+        # the effects are committed but the row still says `processing`. An outcome's `retry`
+        # is raised once its effects committed; follow-ups are scheduled after the commit.
         with transaction.atomic():
             outcome = handler(event, delivery)
             if outcome.retry is None:
@@ -353,21 +352,12 @@ def _failed(delivery: Delivery, err: Exception, *, final_attempt: bool) -> str:
 
 
 def _process_batch(leader: Delivery, batching: Batching, *, final_attempt: bool) -> str:
-    """Process the claimed delivery together with the backlog of its topic; its status.
+    """Process the claimed delivery (the leader) together with the backlog of its topic (the
+    followers, whose own jobs find them taken); the leader's status, its failure as `_process`.
 
-    The leader is the delivery this job was enqueued for: its failure is recorded and raised
-    exactly as `_process` does (its RQ retries, `dead` on the last). The others (followers)
-    were taken from the backlog; their own jobs find them taken and skip. A follower whose
-    group failed, or whose outcome asks for a retry, is left `failed`: its own job retries it
-    if it has not run yet, else the sweeper does once its retry interval has passed
-    (`_resume_failed`, which also counts its attempts towards `dead`).
-
-    Each group (one key, e.g. one inventory item) runs in its own transaction with its
-    outcomes, so no job holds two groups' locks at once: the leader's group first, then the
-    others in key order while the job's time allows one more Ads call. Followers the job
-    does not finish (no time left, or it stopped on an error) go back to `received`, their
-    attempt counted (a follower that stopped the job must not be taken along for ever), for
-    their own jobs or the sweeper.
+    A follower that failed is left `failed` for its own job or the sweeper (`_resume_failed`);
+    one the job did not reach goes back to `received`, its attempt counted, so a follower that
+    stops the job is not taken along for ever.
     """
     followers = claim_backlog(leader)
     unfinished = {delivery.pk for delivery in followers}
@@ -406,6 +396,9 @@ def _run_batch(
         groups.setdefault(key, []).append((event, delivery))
         if delivery is leader:
             leader_key = key
+    # Each group (one key, e.g. one inventory item) runs in its own transaction with its
+    # outcomes, so no job holds two groups' locks at once: the leader's group first, then the
+    # others in key order while the job's time allows one more Ads call.
     deadline = ads.job_deadline()
     order = sorted(groups, key=lambda key: (key != leader_key, key))
     for key in order:
