@@ -45,7 +45,7 @@ def store_levels(updates: Sequence[LevelUpdate]) -> list[bool]:
 
 # Hand-written SQL, needed for correctness: the conditional upsert (ON CONFLICT … DO UPDATE …
 # WHERE stored updated_at <= new) is the stale guard, decided atomically by the database; the
-# ORM has no conditional upsert (docs/PERFORMANCE.md, "stale-guard upsert").
+# ORM has no conditional upsert (docs/PERFORMANCE.md, "Stale-guard upsert").
 @functools.cache
 def _store_level_sql() -> str:
     table = connection.ops.quote_name(StockLevel._meta.db_table)
