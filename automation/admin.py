@@ -23,7 +23,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from . import ads, inbox, notes, promotions, reminder_mail, scheduling, shopify_access
+from . import ads, inbox, notes, promotions, reminder_mail, shopify_access
 from .display_names import named
 from .exceptions import InvalidPayload
 from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
@@ -1252,16 +1252,16 @@ class PromotionAdmin(admin.ModelAdmin):
         return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or "–"
 
     def save_model(self, request: HttpRequest, obj: Promotion, form, change: bool) -> None:
-        scheduling.save_and_schedule(obj)
+        promotions.save_and_schedule(obj)
         for line in form.schedule_summary():
             self.message_user(request, f"{obj.name} {line}.", messages.INFO)
 
     def delete_model(self, request: HttpRequest, obj: Promotion) -> None:
-        scheduling.delete_and_cancel(obj)
+        promotions.delete_and_cancel(obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Promotion]) -> None:
         for promotion in queryset:
-            scheduling.delete_and_cancel(promotion)
+            promotions.delete_and_cancel(promotion)
 
 
 @admin.register(ReconcileRun)

@@ -2,7 +2,8 @@
 
 `dryrun` records what would be sent, so the product runs without credentials; `google` calls
 the Google Ads API through `adapters.google_ads`, retrying transient errors inside the job, but
-never past the job's deadline: what is left then goes to the job's RQ retry.
+never past the job's deadline (`queues.job_deadline`): what is left then goes to the job's RQ
+retry.
 
 Only the stock's one locked path (`automation.stock.apply`) decides what to send; this module
 sends it, logs it (`AdGroupAction`), and remembers what the backend confirmed (`AdGroupState`),
@@ -17,23 +18,21 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.utils import timezone
-from rq import Queue, get_current_job
 
-from . import connections, metrics, rows
+from . import connections, metrics, queues, rows
 from .exceptions import PermanentAdsError, TransientAdsError
 from .models import AdGroupAction, AdGroupState
 
 logger = logging.getLogger(__name__)
 
 Result = AdGroupAction.Result
-Status = AdGroupAction.Status
 Source = AdGroupAction.Source
 
 SENT_RESULTS = (Result.APPLIED, Result.DRY_RUN)
@@ -100,23 +99,6 @@ def google_client_for_page() -> Any:
         ) from err
 
 
-def job_deadline() -> float | None:
-    """The time.monotonic() by which this RQ job's Ads calls must end; None outside a job.
-
-    The job's own RQ timeout (DELIVERY_JOB_TIMEOUT for a delivery) minus ADS_JOB_MARGIN for
-    the work after the last call, counted from the job's start: one budget for all ad groups
-    of the job, so RQ never kills a job in the middle of its own retries.
-    """
-    job = get_current_job()
-    if job is None or job.started_at is None:
-        return None
-    timeout = job.timeout or Queue.DEFAULT_TIMEOUT
-    if timeout < 0:  # RQ's "no timeout"
-        return None
-    ends_at = job.started_at + timedelta(seconds=timeout - settings.ADS_JOB_MARGIN)
-    return time.monotonic() + (ends_at - datetime.now(UTC)).total_seconds()
-
-
 _ON_A_PAGE: ContextVar[bool] = ContextVar("ads_on_a_page", default=False)
 
 
@@ -136,7 +118,7 @@ def on_a_page() -> Iterator[None]:
 
 def call_deadline() -> float | None:
     """The time.monotonic() by which an Ads call must end: the job's, or a page's; None else."""
-    deadline = job_deadline()
+    deadline = queues.job_deadline()
     if deadline is None and _ON_A_PAGE.get():
         return time.monotonic() + settings.VENDOR_INTERACTIVE_TIMEOUT
     return deadline
@@ -277,11 +259,6 @@ def recorded_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, st
             backend="dryrun", customer_id=customer_id, ad_group_id__in=ad_group_ids
         ).values_list("ad_group_id", "confirmed_status")
     )
-
-
-def read_statuses(customer_id: str, ad_group_ids: list[str]) -> dict[str, str]:
-    """Each ad group's real status, as the backend says (missing ones are left out)."""
-    return {gid: seen.status for gid, seen in read_ad_groups(customer_id, ad_group_ids).items()}
 
 
 @dataclass(frozen=True)

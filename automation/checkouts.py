@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from . import claims, paid_check, reminder_mail, suppression
+from . import claims, paid_check, reminder_mail, scheduling, suppression
 from .addresses import address_key
 from .decisions import (
     CREDIBLE_LEVEL,
@@ -46,7 +46,7 @@ from .decisions import (
     recent_discount,
     uplift,
 )
-from .handling import Outcome, ScheduleEvaluation, handles
+from .handling import Outcome, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
 from .models import MarginRule as MarginRuleRow
 from .notes import Note, join, note
@@ -63,7 +63,6 @@ from .sources.shopify_checkouts import OrderEvent
 
 logger = logging.getLogger(__name__)
 
-Status = Delivery.Status
 Arm = ReminderDecision.Arm
 CHECKOUT_CLAIM_TTL = timedelta(days=30)
 # The skip reason of a checkout whose address does not normalise (automation/addresses.py).
@@ -189,11 +188,28 @@ def _remember_order_customer(delivery: Delivery, order: OrderEvent) -> None:
         Delivery.objects.filter(pk=delivery.pk).update(**refs)
 
 
+@dataclass(frozen=True)
+class ScheduleEvaluation:
+    """Follow-up: evaluate this checkout version's reminder at `at`.
+
+    Run by the inbox after the handler's transaction commits, so the job never runs before the
+    version it evaluates is visible.
+    """
+
+    checkout: CheckoutState
+    at: datetime
+
+    def run(self) -> None:
+        scheduling.schedule_evaluation(self.checkout, at=self.at)
+
+
 def _skip_invalid_email(checkout: CheckoutState) -> Outcome:
     """Decide at once: the address was refused at the edge and is not stored, so a later
     evaluation could only say "no e-mail address"."""
     _record(checkout, overwrite=False, arm=Arm.NONE, reason=INVALID_EMAIL)
-    return Outcome(Status.DONE, note("checkout_invalid_email", reason=note("invalid_email")))
+    return Outcome(
+        Delivery.Status.DONE, note("checkout_invalid_email", reason=note("invalid_email"))
+    )
 
 
 @handles("shopify", "checkouts/create", "checkouts/update")
@@ -202,14 +218,14 @@ def handle_shopify_checkout(version: CheckoutVersion, delivery: Delivery) -> Out
     _remember_customer(delivery, version)
     checkout = store_checkout(version)
     if checkout is None:
-        return Outcome(Status.STALE, note("checkout_newer_stored"))
+        return Outcome(Delivery.Status.STALE, note("checkout_newer_stored"))
     if checkout.completed_at:
-        return Outcome(Status.DONE, note("checkout_completed"))
+        return Outcome(Delivery.Status.DONE, note("checkout_completed"))
     if version.email_invalid:
         return _skip_invalid_email(checkout)
     due = reminder_due_at(checkout, ReminderSettings.load())
     return Outcome(
-        Status.DONE,
+        Delivery.Status.DONE,
         note("evaluation_scheduled", at=due),
         follow_ups=(ScheduleEvaluation(checkout, due),),
     )
@@ -235,11 +251,12 @@ def handle_order(order: OrderEvent, delivery: Delivery) -> Outcome:
     )
     if not order.checkout_token:
         if attributed:
-            return Outcome(Status.DONE, join(note("order_without_token"), attributed))
-        return Outcome(Status.IGNORED, note("order_without_token"))
+            return Outcome(Delivery.Status.DONE, join(note("order_without_token"), attributed))
+        return Outcome(Delivery.Status.IGNORED, note("order_without_token"))
     mark_completed(CheckoutState.Source.SHOPIFY, order.checkout_token, when, delivery.shop_domain)
     return Outcome(
-        Status.DONE, join(note("checkout_marked_completed"), attributed or note("not_attributed"))
+        Delivery.Status.DONE,
+        join(note("checkout_marked_completed"), attributed or note("not_attributed")),
     )
 
 
@@ -249,11 +266,11 @@ def handle_stripe_expired(version: CheckoutVersion, delivery: Delivery) -> Outco
     _remember_customer(delivery, version)
     checkout = store_checkout(version)
     if checkout is None:
-        return Outcome(Status.STALE, note("session_newer_stored"))
+        return Outcome(Delivery.Status.STALE, note("session_newer_stored"))
     if version.email_invalid:
         return _skip_invalid_email(checkout)
     return Outcome(
-        Status.DONE,
+        Delivery.Status.DONE,
         note("evaluation_enqueued"),
         follow_ups=(ScheduleEvaluation(checkout, timezone.now()),),
     )
@@ -279,7 +296,8 @@ def handle_stripe_completed(version: CheckoutVersion, delivery: Delivery) -> Out
         CheckoutState.Source.STRIPE, version.token, version.updated_at, version.shop_domain
     )
     return Outcome(
-        Status.DONE, join(note("session_marked_completed"), attributed or note("not_attributed"))
+        Delivery.Status.DONE,
+        join(note("session_marked_completed"), attributed or note("not_attributed")),
     )
 
 

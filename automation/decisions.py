@@ -485,12 +485,3 @@ def uplift(
     low = samples[int(tail * (draws - 1))]
     high = samples[int((1 - tail) * (draws - 1))]
     return Uplift(point, low, high)
-
-
-def status_to_set(stock_status: str, manual_status: str) -> str:
-    """The ad group status to set: a manual state wins over the stock until it is released.
-
-    `stock_status` is what the stock asks for (paused at or below the threshold), and
-    `manual_status` the merchant's manual state ("" when there is none).
-    """
-    return manual_status or stock_status

@@ -2,32 +2,29 @@
 
 A handler decides and causes its effects; it never writes its delivery's status. It returns an
 `Outcome`, which the inbox records in the same transaction as the handler's effects, and whose
-follow-ups (work to schedule) the inbox hands to `automation.scheduling` once that transaction
-has committed. Handlers import this module, not the inbox, so dependencies point one way.
+follow-ups (work to schedule) the inbox runs once that transaction has committed, without
+knowing what they are. Handlers import this module, not the inbox, so dependencies point one
+way; it knows no capability.
 """
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from typing import Protocol
 
-from .models import CheckoutState, Delivery
+from .models import Delivery
 from .notes import Note
 from .sources.events import Event
 
 
-@dataclass(frozen=True)
-class ScheduleEvaluation:
-    """Follow-up: evaluate this checkout version's reminder at `at`.
+class FollowUp(Protocol):
+    """Work an outcome asks for once it has committed (a job to schedule, say).
 
-    Scheduled after the handler's transaction commits, so the job never runs before the
-    version it evaluates is visible.
+    The inbox calls `run()` after the handler's transaction commits, so the work never sees a
+    state that is not visible yet; an error it raises (Redis down) fails the delivery for its
+    retry, like a handler's.
     """
 
-    checkout: CheckoutState
-    at: datetime
-
-
-FollowUp = ScheduleEvaluation
+    def run(self) -> None: ...
 
 
 @dataclass(frozen=True)

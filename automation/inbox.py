@@ -2,7 +2,7 @@
 
 Enqueues go through `scheduling`; handlers are found in `handling.HANDLERS` (a topic whose
 backlog is worked off in batches: `handling.BATCH_HANDLERS`) and never call back here: the
-inbox records what they return, in their transaction, and schedules their follow-ups.
+inbox records what they return, in their transaction, and runs their follow-ups after it.
 """
 
 import functools
@@ -20,10 +20,10 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
-from . import ads, alerts, notes, rows, scheduling
+from . import alerts, notes, queues, rows, scheduling
 from .db_timeouts import intake_transaction
 from .exceptions import InvalidPayload, PermanentError
-from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome, ScheduleEvaluation
+from .handling import BATCH_HANDLERS, HANDLERS, Batching, Outcome
 from .log_context import delivery_context
 from .masking import mask_secrets
 from .models import Delivery
@@ -32,8 +32,6 @@ from .sources import Incoming, load_body
 from .sources.events import Event, parse_event
 
 logger = logging.getLogger(__name__)
-
-Status = Delivery.Status
 
 
 # --- intake --------------------------------------------------------------------------------
@@ -53,7 +51,7 @@ def record(incoming: Incoming) -> Recorded | None:
     The job is enqueued only after the row has committed.
     """
     invalid = bool(incoming.invalid_reason)
-    status = Status.INVALID if invalid else Status.RECEIVED
+    status = Delivery.Status.INVALID if invalid else Delivery.Status.RECEIVED
     # Short lock and statement limits (db_timeouts): a locked table costs the sender a fast 503
     # and a retry, not a worker held past its 5 s. Inside a caller's transaction a savepoint
     # keeps an IntegrityError from poisoning it.
@@ -126,7 +124,7 @@ def sweep() -> int:
     _fail_abandoned(now)
     settled_before = now - timedelta(seconds=settings.DELIVERY_SWEEP_AFTER)
     waiting = Delivery.objects.filter(
-        status=Status.RECEIVED, received_at__lt=settled_before
+        status=Delivery.Status.RECEIVED, received_at__lt=settled_before
     ).order_by("received_at")  # the (status, received_at) index
     candidates = dict(waiting.values_list("pk", "attempts")[:SWEEP_BATCH])
     limit = scheduling.delivery_attempt_limit()
@@ -134,7 +132,7 @@ def sweep() -> int:
     for pk in _without_live_job(list(candidates)):
         attempts = candidates[pk]
         if attempts >= limit:  # handed back after its last claim: no attempt is left
-            enqueued += _dead_at_limit(pk, Status.RECEIVED, attempts)
+            enqueued += _dead_at_limit(pk, Delivery.Status.RECEIVED, attempts)
         else:  # a handed-back row keeps the attempts it has spent
             enqueued += scheduling.enqueue_delivery(pk, attempts_made=attempts)
     resumed = _resume_failed(now, settled_before)
@@ -162,18 +160,18 @@ def _fail_abandoned(now: datetime) -> None:
     """
     stuck_before = now - timedelta(seconds=settings.DELIVERY_JOB_TIMEOUT * 2)
     abandoned = Delivery.objects.filter(
-        status=Status.PROCESSING, processing_started_at__lt=stuck_before
+        status=Delivery.Status.PROCESSING, processing_started_at__lt=stuck_before
     )
     limit = scheduling.delivery_attempt_limit()
     # Failed when its attempt started (the latest moment known alive): its retry wait counts
     # from there, so a short one has passed already and the same sweep resumes it.
     abandoned.filter(attempts__lt=limit).update(
-        status=Status.FAILED,
+        status=Delivery.Status.FAILED,
         last_error=str(STOPPED_MID_JOB),
         processed_at=F("processing_started_at"),
     )
     for pk, attempts in abandoned.values_list("pk", "attempts")[:SWEEP_BATCH]:
-        _dead_at_limit(pk, Status.PROCESSING, attempts, error=str(STOPPED_MID_JOB))
+        _dead_at_limit(pk, Delivery.Status.PROCESSING, attempts, error=str(STOPPED_MID_JOB))
 
 
 def _resume_failed(now: datetime, settled_before: datetime) -> int:
@@ -183,7 +181,7 @@ def _resume_failed(now: datetime, settled_before: datetime) -> int:
     the lost retry runs once its interval after the failure has passed, with the remaining
     retries; a row whose attempts are spent goes `dead` with one alert, as on the last try.
     """
-    failed = Delivery.objects.filter(status=Status.FAILED, processed_at__lt=settled_before)
+    failed = Delivery.objects.filter(status=Delivery.Status.FAILED, processed_at__lt=settled_before)
     candidates = list(
         failed.order_by("processed_at").values_list("pk", "attempts", "processed_at")[:SWEEP_BATCH]
     )
@@ -194,7 +192,7 @@ def _resume_failed(now: datetime, settled_before: datetime) -> int:
         if pk not in lost:
             continue
         if attempts >= scheduling.delivery_attempt_limit():
-            resumed += _dead_at_limit(pk, Status.FAILED, attempts)
+            resumed += _dead_at_limit(pk, Delivery.Status.FAILED, attempts)
         elif now >= failed_at + timedelta(seconds=intervals[max(attempts, 1) - 1]):
             resumed += scheduling.enqueue_delivery(pk, attempts_made=attempts)
     return resumed
@@ -202,7 +200,7 @@ def _resume_failed(now: datetime, settled_before: datetime) -> int:
 
 def _dead_at_limit(delivery_id: int, status: str, attempts: int, *, error: str = "") -> bool:
     """Every attempt was made: `dead`, and the row count lets only one sweeper alert."""
-    changes: dict = {"status": Status.DEAD, "processed_at": timezone.now()}
+    changes: dict = {"status": Delivery.Status.DEAD, "processed_at": timezone.now()}
     if error:
         changes["last_error"] = error
     went_dead = Delivery.objects.filter(pk=delivery_id, status=status, attempts=attempts).update(
@@ -228,8 +226,9 @@ def replay(delivery_ids: Iterable[int]) -> int:
     for delivery_id in delivery_ids:
         with transaction.atomic():
             taken = Delivery.objects.filter(
-                pk=delivery_id, status__in=[Status.FAILED, Status.DEAD, Status.REFUSED]
-            ).update(status=Status.RECEIVED, last_error="", attempts=0)
+                pk=delivery_id,
+                status__in=[Delivery.Status.FAILED, Delivery.Status.DEAD, Delivery.Status.REFUSED],
+            ).update(status=Delivery.Status.RECEIVED, last_error="", attempts=0)
             if taken:
                 replayed += 1
                 transaction.on_commit(lambda pk=delivery_id: _enqueue_unless_alive(pk))
@@ -254,11 +253,11 @@ def claim(delivery_id: int) -> Delivery | None:
     claimed = rows.execute(
         _claim_sql(),
         [
-            Status.PROCESSING,
+            Delivery.Status.PROCESSING,
             connection.ops.adapt_datetimefield_value(timezone.now()),
             delivery_id,
-            Status.RECEIVED,
-            Status.FAILED,
+            Delivery.Status.RECEIVED,
+            Delivery.Status.FAILED,
             scheduling.delivery_attempt_limit(),
         ],
     )
@@ -306,7 +305,8 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     handler = HANDLERS.get((delivery.source, delivery.topic))
     if handler is None:
         return _finish(
-            delivery, Outcome(Status.IGNORED, notes.note("no_handler", topic=delivery.topic))
+            delivery,
+            Outcome(Delivery.Status.IGNORED, notes.note("no_handler", topic=delivery.topic)),
         )
     try:
         # Parsed once, here: the handler gets the typed event (automation/sources/events.py).
@@ -334,17 +334,17 @@ def _failed(delivery: Delivery, err: Exception, *, final_attempt: bool) -> str:
     alert; anything else is `failed` and raised again, so RQ's Retry runs the job again.
     """
     if isinstance(err, InvalidPayload):
-        return _finish(delivery, Outcome(Status.INVALID, str(err)))
+        return _finish(delivery, Outcome(Delivery.Status.INVALID, str(err)))
     if isinstance(err, PermanentError):
         _give_up(delivery, err)
-        return Status.DEAD
+        return Delivery.Status.DEAD
     unstorable = unstorable_text(delivery, err)
     if unstorable:
-        return _finish(delivery, Outcome(Status.INVALID, unstorable))
+        return _finish(delivery, Outcome(Delivery.Status.INVALID, unstorable))
     if final_attempt:
         _give_up(delivery, err)
     else:
-        _finish(delivery, Outcome(Status.FAILED, _describe(err)))
+        _finish(delivery, Outcome(Delivery.Status.FAILED, _describe(err)))
     raise err
 
 
@@ -387,7 +387,7 @@ def _run_batch(
             )
         except Exception as err:
             if delivery is leader:
-                leader_status, leader_error = Status.FAILED, err
+                leader_status, leader_error = Delivery.Status.FAILED, err
             else:
                 _follower_failed(delivery, err)
                 unfinished.discard(delivery.pk)
@@ -399,7 +399,7 @@ def _run_batch(
     # Each group (one key, e.g. one inventory item) runs in its own transaction with its
     # outcomes, so no job holds two groups' locks at once: the leader's group first, then the
     # others in key order while the job's time allows one more Ads call.
-    deadline = ads.job_deadline()
+    deadline = queues.job_deadline()
     order = sorted(groups, key=lambda key: (key != leader_key, key))
     for key in order:
         group = groups[key]
@@ -413,7 +413,7 @@ def _run_batch(
                 finished = zip(group, outcomes, strict=True)  # one outcome per delivery
                 _finish_all([(d, o) for (_, d), o in finished if o.retry is None])
         except Exception as err:
-            outcomes = [Outcome(Status.FAILED, retry=err)] * len(group)
+            outcomes = [Outcome(Delivery.Status.FAILED, retry=err)] * len(group)
         for (_, delivery), outcome in zip(group, outcomes, strict=True):
             if delivery is leader:
                 leader_status, leader_error = outcome.status, outcome.retry
@@ -435,13 +435,13 @@ def _follower_failed(delivery: Delivery, err: Exception) -> None:
     """A follower's failure, recorded as its own job would: `invalid` for a body no retry can
     change, `dead` with one alert for a permanent error, else `failed` for its retry."""
     if isinstance(err, InvalidPayload):
-        _finish(delivery, Outcome(Status.INVALID, str(err)))
+        _finish(delivery, Outcome(Delivery.Status.INVALID, str(err)))
     elif isinstance(err, PermanentError):
         _give_up(delivery, err)
     elif unstorable := unstorable_text(delivery, err):
-        _finish(delivery, Outcome(Status.INVALID, unstorable))
+        _finish(delivery, Outcome(Delivery.Status.INVALID, unstorable))
     else:
-        _finish(delivery, Outcome(Status.FAILED, _describe(err)))
+        _finish(delivery, Outcome(Delivery.Status.FAILED, _describe(err)))
 
 
 def _hand_back(delivery_ids: set[int]) -> None:
@@ -451,8 +451,8 @@ def _hand_back(delivery_ids: set[int]) -> None:
     and the sweeper hands them back after 2 × DELIVERY_JOB_TIMEOUT.
     """
     try:
-        Delivery.objects.filter(pk__in=delivery_ids, status=Status.PROCESSING).update(
-            status=Status.RECEIVED, processing_started_at=None
+        Delivery.objects.filter(pk__in=delivery_ids, status=Delivery.Status.PROCESSING).update(
+            status=Delivery.Status.RECEIVED, processing_started_at=None
         )
     except Exception:
         logger.exception(
@@ -486,7 +486,7 @@ def claim_backlog(leader: Delivery) -> list[Delivery]:
             scheduling.delivery_attempt_limit() - 1,
             limit,
             budget,
-            Status.PROCESSING,
+            Delivery.Status.PROCESSING,
             connection.ops.adapt_datetimefield_value(timezone.now()),
         ],
     )
@@ -512,7 +512,7 @@ def _claim_backlog_sql() -> str:
     return (
         "WITH candidates AS ("  # noqa: S608 (model names; the status is one of the model's choices)
         f"SELECT id, COALESCE(length(body), 0) AS size FROM {table} "
-        f"WHERE status = '{Status.RECEIVED.value}' "
+        f"WHERE status = '{Delivery.Status.RECEIVED.value}' "
         "AND source = %s AND shop_domain = %s AND topic = %s AND id <> %s AND attempts < %s "
         f"ORDER BY id LIMIT %s{skip_locked}), "
         "within AS (SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY id) AS running "
@@ -525,24 +525,23 @@ def _claim_backlog_sql() -> str:
 
 
 def _follow_up(delivery: Delivery, outcome: Outcome) -> None:
-    """Hand the committed outcome's follow-ups to scheduling.
+    """Run the committed outcome's follow-ups (`handling.FollowUp`), whatever they are.
 
-    If one cannot be scheduled (Redis down), the row goes back to `processing` so the error is
-    recorded like a handler's: `failed` and retried, the retry scheduling what is missing.
+    If one fails (Redis down), the row goes back to `processing` so the error is recorded like
+    a handler's: `failed` and retried, the retry running what is missing.
     """
     try:
         for follow_up in outcome.follow_ups:
-            if isinstance(follow_up, ScheduleEvaluation):
-                scheduling.schedule_evaluation(follow_up.checkout, at=follow_up.at)
+            follow_up.run()
     except Exception:
         Delivery.objects.filter(pk=delivery.pk, status=outcome.status).update(
-            status=Status.PROCESSING
+            status=Delivery.Status.PROCESSING
         )
         raise
 
 
 # Outcomes whose note is an error: it goes to `last_error`; every other note is the `result`.
-_ERROR_STATUSES = frozenset({Status.FAILED, Status.DEAD, Status.INVALID})
+_ERROR_STATUSES = frozenset({Delivery.Status.FAILED, Delivery.Status.DEAD, Delivery.Status.INVALID})
 
 
 def _finish(delivery: Delivery, outcome: Outcome) -> str:
@@ -592,8 +591,8 @@ def _finish_sql() -> str:
 def _give_up(delivery: Delivery, err: BaseException) -> None:
     """Mark the delivery dead; the row count makes sure only one process sends the alert."""
     error = _describe(err)
-    went_dead = Delivery.objects.filter(pk=delivery.pk, status=Status.PROCESSING).update(
-        status=Status.DEAD, last_error=error, processed_at=timezone.now()
+    went_dead = Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PROCESSING).update(
+        status=Delivery.Status.DEAD, last_error=error, processed_at=timezone.now()
     )
     logger.error("delivery %s is dead: %s", delivery.pk, error)
     if went_dead:

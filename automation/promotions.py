@@ -2,9 +2,9 @@
 
 A local time converts to one instant with `zoneinfo`; a time that does not exist (the spring
 gap) or exists twice (the autumn overlap) is refused rather than guessed. Each start and end is
-scheduled at its instant with RQ's scheduler (`scheduling.schedule_promotion`); the job re-reads
-the promotion and does nothing if the time changed since. A cron check every minute catches up
-edges the scheduler missed.
+scheduled at its instant with RQ's scheduler (`save_and_schedule`, through
+`scheduling.schedule_promotion`); the job re-reads the promotion and does nothing if the time
+changed since. A cron check every minute catches up edges the scheduler missed.
 """
 
 import logging
@@ -15,16 +15,15 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
+from redis.exceptions import RedisError
 
-from . import alerts
+from . import alerts, scheduling
 from .exceptions import TransientAdsError
 from .masking import mask_secrets
 from .models import AdGroupAction, Promotion
 from .stock import apply
 
 logger = logging.getLogger(__name__)
-
-EDGES = ("start", "end")
 
 
 class LocalTimeError(ValueError):
@@ -122,6 +121,34 @@ def save_times(promotion: Promotion) -> None:
         promotion.status = Promotion.Status.RUNNING
     else:
         promotion.status = Promotion.Status.SCHEDULED
+
+
+def save_and_schedule(promotion: Promotion) -> None:
+    """Save with fresh instants and schedule the edges once the save has committed.
+
+    Without Redis nothing is lost: the minute check (`catch_up`) runs every due edge that has
+    not run, so the failure is logged, not raised.
+    """
+    save_times(promotion)
+    promotion.save()
+
+    def schedule_now() -> None:
+        try:
+            scheduling.schedule_promotion(promotion)
+        except RedisError as err:
+            logger.warning("promotion %s not scheduled, Redis unavailable: %s", promotion.pk, err)
+
+    transaction.on_commit(schedule_now)
+
+
+def delete_and_cancel(promotion: Promotion) -> None:
+    """Delete the promotion and its scheduled jobs."""
+    promotion_id = promotion.pk
+    promotion.delete()
+    try:
+        scheduling.cancel_promotion(promotion_id)
+    except RedisError as err:  # its jobs find no promotion and do nothing
+        logger.warning("promotion %s jobs not cancelled, Redis unavailable: %s", promotion_id, err)
 
 
 # --- running -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""One Redis client per process, shared by every enqueue; and what RQ still holds of a job.
+"""One Redis client per process, shared by every enqueue; what RQ still holds of a job; and
+how long the running job has left.
 
 Building a client per request cost more than the enqueue itself (docs/PERFORMANCE.md, "One
 Redis client per process"), and django-rq's `get_queue()` builds one per call unless given one.
@@ -6,12 +7,14 @@ Short socket timeouts keep a hanging Redis from pushing an answer past Shopify's
 """
 
 import functools
+import time
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 
 import django_rq
 from django.conf import settings
 from redis import Redis
-from rq import Queue
+from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
 
@@ -61,3 +64,20 @@ def job_states(job_ids: Iterable[str]) -> dict[str, JobStatus | None]:
 def job_is_alive(job_id: str) -> bool:
     """True while RQ will still run the job: queued, scheduled (a retry), deferred or started."""
     return job_states([job_id])[job_id] in LIVE_JOB_STATES
+
+
+def job_deadline() -> float | None:
+    """The time.monotonic() by which this RQ job's Ads calls must end; None outside a job.
+
+    The job's own RQ timeout (DELIVERY_JOB_TIMEOUT for a delivery) minus ADS_JOB_MARGIN for
+    the work after the last call, counted from the job's start: one budget for all ad groups
+    of the job, so RQ never kills a job in the middle of its own retries.
+    """
+    job = get_current_job()
+    if job is None or job.started_at is None:
+        return None
+    timeout = job.timeout or Queue.DEFAULT_TIMEOUT
+    if timeout < 0:  # RQ's "no timeout"
+        return None
+    ends_at = job.started_at + timedelta(seconds=timeout - settings.ADS_JOB_MARGIN)
+    return time.monotonic() + (ends_at - datetime.now(UTC)).total_seconds()

@@ -44,7 +44,6 @@ REQUIRED_TOPICS = (
 OVERDUE_AFTER = timedelta(hours=26)
 """A nightly run is missing once the last one is this old (a day plus two hours of slack): the
 overdue check runs one then, and /healthz reports the reconciliation as failing."""
-Status = ReconcileRun.Status
 
 
 MANAGED_BY_TOML = "managed by shopify.app.toml (the app configuration owns them; not checked)"
@@ -77,7 +76,9 @@ def run_if_overdue(now: datetime | None = None) -> ReconcileRun | None:
     """Run now when the last successful run is older than 26 hours (cron was down at 03:00)."""
     now = now or timezone.now()
     last = (
-        ReconcileRun.objects.filter(status__in=[Status.OK, Status.CORRECTED])
+        ReconcileRun.objects.filter(
+            status__in=[ReconcileRun.Status.OK, ReconcileRun.Status.CORRECTED]
+        )
         .order_by("-started_at")
         .first()
     )
@@ -102,7 +103,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
     toml = shopify_access.webhooks_managed_by_toml()
     client = shopify_access.admin_client()
     if client is None:
-        run.status = Status.NOT_CONFIGURED
+        run.status = ReconcileRun.Status.NOT_CONFIGURED
     else:
         try:
             reconcile_stock(run, client)
@@ -114,9 +115,12 @@ def execute(run: ReconcileRun) -> ReconcileRun:
                 heal_subscriptions(run, client)
             except ShopifyAdminError as err:
                 run.errors.append(f"webhook subscriptions: {err}")
-        run.status = (
-            Status.ERRORS if run.errors else Status.CORRECTED if run.corrections else Status.OK
-        )
+        if run.errors:
+            run.status = ReconcileRun.Status.ERRORS
+        elif run.corrections:
+            run.status = ReconcileRun.Status.CORRECTED
+        else:
+            run.status = ReconcileRun.Status.OK
     run.claims_deleted = claims.delete_expired()
     run.bodies_dropped = drop_old_bodies()
     run.finished_at = timezone.now()
@@ -378,7 +382,7 @@ def summary(run: ReconcileRun) -> str:
         lines += [
             f"  {h['label'] or h['item']}: ad group {h['ad_group']} → {h['held']}" for h in run.held
         ]
-    if run.status == Status.NOT_CONFIGURED:
+    if run.status == ReconcileRun.Status.NOT_CONFIGURED:
         lines.append(f"Shopify Admin API not configured: set {shopify_access.missing_settings()}")
     elif shopify_access.webhooks_managed_by_toml():
         lines.append(f"webhook subscriptions: {MANAGED_BY_TOML}")

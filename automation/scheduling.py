@@ -6,20 +6,19 @@ points imports them: RQ stores the path and the worker imports it. Each job id n
 (a delivery, a checkout version, a promotion edge), so a second enqueue replaces the first and the
 sweeper and catch-ups can ask Redis whether a job is still alive. Each capability retries on its
 own table: DELIVERY_RETRY_INTERVALS, REMINDER_RETRY_INTERVALS, PROMOTION_RETRY_INTERVALS.
+It imports no capability: the capabilities import it (a checkout's follow-up, a promotion's save).
 """
 
 import logging
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
 from redis.exceptions import RedisError
 from rq import Callback, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from . import checkouts, promotions
-from .models import CheckoutState, Promotion, ReminderSettings
+from .models import CheckoutState, Promotion
 from .queues import default_queue, redis_client
 
 logger = logging.getLogger(__name__)
@@ -94,11 +93,10 @@ def evaluation_job_id(checkout: CheckoutState) -> str:
     return f"reminder-{checkout.pk}-{version}"
 
 
-def schedule_evaluation(checkout: CheckoutState, *, at: datetime | None = None) -> datetime:
-    """Ask RQ's scheduler to evaluate this version at `at` (default: when it is due)."""
-    due = at or checkouts.reminder_due_at(checkout, ReminderSettings.load())
+def schedule_evaluation(checkout: CheckoutState, *, at: datetime) -> datetime:
+    """Ask RQ's scheduler to evaluate this version at `at` (the caller knows when it is due)."""
     default_queue().enqueue_at(
-        due,
+        at,
         EVALUATE_CHECKOUT,
         checkout.pk,
         checkout.updated_at.isoformat(),
@@ -107,10 +105,13 @@ def schedule_evaluation(checkout: CheckoutState, *, at: datetime | None = None) 
         on_failure=EVALUATION_GAVE_UP,
         description=f"evaluate reminder for checkout {checkout.pk}",
     )
-    return due
+    return at
 
 
 # --- promotion edges -------------------------------------------------------------------------
+
+# A promotion's edges, each with its own job: its start and its end.
+PROMOTION_EDGES = ("start", "end")
 
 
 def promotion_job_id(promotion_id: int, edge: str) -> str:
@@ -121,7 +122,7 @@ def promotion_job_id(promotion_id: int, edge: str) -> str:
 def cancel_promotion(promotion_id: int) -> None:
     """Remove the promotion's scheduled jobs (deleting or rescheduling it)."""
     queue = default_queue()
-    for edge in promotions.EDGES:
+    for edge in PROMOTION_EDGES:
         try:
             job = Job.fetch(promotion_job_id(promotion_id, edge), connection=redis_client())
         except NoSuchJobError:
@@ -152,31 +153,3 @@ def schedule_promotion(promotion: Promotion) -> None:
             on_failure=PROMOTION_EDGE_GAVE_UP,
             description=f"promotion {promotion.pk} {edge}",
         )
-
-
-def save_and_schedule(promotion: Promotion) -> None:
-    """Save with fresh instants and schedule the edges once the save has committed.
-
-    Without Redis nothing is lost: the minute check (`promotions.catch_up`) runs every due edge
-    that has not run, so the failure is logged, not raised.
-    """
-    promotions.save_times(promotion)
-    promotion.save()
-
-    def schedule_now() -> None:
-        try:
-            schedule_promotion(promotion)
-        except RedisError as err:
-            logger.warning("promotion %s not scheduled, Redis unavailable: %s", promotion.pk, err)
-
-    transaction.on_commit(schedule_now)
-
-
-def delete_and_cancel(promotion: Promotion) -> None:
-    """Delete the promotion and its scheduled jobs."""
-    promotion_id = promotion.pk
-    promotion.delete()
-    try:
-        cancel_promotion(promotion_id)
-    except RedisError as err:  # its jobs find no promotion and do nothing
-        logger.warning("promotion %s jobs not cancelled, Redis unavailable: %s", promotion_id, err)

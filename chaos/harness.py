@@ -327,7 +327,7 @@ class Harness:
         """
         from django.db import transaction
 
-        from automation import scheduling
+        from automation import promotions
         from automation.models import Promotion, PromotionAdGroup
 
         end = payloads.instant(math.ceil(t0 + self.scenario.promotion_end), 0)
@@ -346,7 +346,7 @@ class Harness:
                 customer_id=shop.CUSTOMER_ID,
                 ad_group_id=shop.PROMOTION_AD_GROUP_ID,
             )
-            scheduling.save_and_schedule(promotion)
+            promotions.save_and_schedule(promotion)
 
     def serve_true_stock(
         self, final_levels: dict[tuple[int, int], tuple[int, float]], t0: float

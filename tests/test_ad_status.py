@@ -315,7 +315,7 @@ def test_the_admin_applies_all_and_edits_the_brake(twenty, admin_client, admin_u
     "call",
     [
         lambda: ads.send_status(CUSTOMER, "555", "PAUSED"),
-        lambda: ads.read_statuses(CUSTOMER, ["555"]),
+        lambda: ads.read_ad_groups(CUSTOMER, ["555"]),
     ],
     ids=["send", "read"],
 )

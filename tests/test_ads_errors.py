@@ -18,7 +18,7 @@ import grpc
 import pytest
 from django.core import mail
 
-from automation import jobs, promotions, scheduling
+from automation import jobs, promotions
 from automation.adapters import google_ads
 from automation.exceptions import (
     AdGroupMissing,
@@ -210,7 +210,7 @@ def make_promotion() -> Promotion:
     promotion = Promotion(
         name="Pfingsten", time_zone="Europe/Berlin", end_date=date(2026, 6, 1), end_time=time(0)
     )
-    scheduling.save_and_schedule(promotion)
+    promotions.save_and_schedule(promotion)
     PromotionAdGroup.objects.create(
         promotion=promotion, customer_id="1234567890", ad_group_id="777"
     )

@@ -11,7 +11,7 @@ import time
 import pytest
 from django.core import mail
 
-from automation import ads, scheduling
+from automation import queues, scheduling
 from automation.adapters import google_ads
 from automation.exceptions import TransientAdsError
 from automation.models import AdGroupAction, Delivery
@@ -128,7 +128,7 @@ def test_a_call_gets_only_the_time_left(google_ads):
 
 
 def test_outside_an_rq_job_there_is_no_deadline():
-    assert ads.job_deadline() is None
+    assert queues.job_deadline() is None
 
 
 def google_ads_module_call(client, *, deadline: float) -> str:

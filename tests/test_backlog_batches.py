@@ -12,7 +12,7 @@ from django.core import mail
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from automation import ads, handling, inbox
+from automation import handling, inbox, queues
 from automation.exceptions import TransientAdsError
 from automation.models import AdGroupAction, Delivery, StockLevel
 from tests.signing import post_shopify
@@ -405,7 +405,7 @@ def test_items_the_jobs_time_does_not_allow_go_back_counted(
 ):
     """No time left for another Ads call: the job's own item is done, another item's delivery
     goes back to `received` for its own job, the claim counted as an attempt."""
-    monkeypatch.setattr(ads, "job_deadline", lambda: time.monotonic())
+    monkeypatch.setattr(queues, "job_deadline", lambda: time.monotonic())
     other = send(client, 3, 9, item=OTHER_ITEM)
     leader = send(client, 5, 10)
     same_item = send(client, 0, 12)
@@ -425,7 +425,7 @@ def test_a_job_that_stops_on_an_error_hands_its_backlog_back(
     def broken_deadline():
         raise RuntimeError("job stopped on purpose")
 
-    monkeypatch.setattr(ads, "job_deadline", broken_deadline)
+    monkeypatch.setattr(queues, "job_deadline", broken_deadline)
     leader = send(client, 5, 10)
     follower = send(client, 0, 12)
     with pytest.raises(RuntimeError, match="on purpose"):

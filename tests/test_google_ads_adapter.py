@@ -217,10 +217,9 @@ def test_statuses_read_removed_as_removed_and_leave_unknown_ones_out(
     """What the caller reads: "REMOVED" is removed, an absent id is not found."""
     ads.statuses.update({"555": "ENABLED", "556": "PAUSED"})
     ads.remove_ad_group("557")
-    found = google_ads.search_ad_group_statuses(
-        CUSTOMER, ["555", "556", "557", "999"], client=either_client
-    )
-    assert found == {"555": "ENABLED", "556": "PAUSED", "557": "REMOVED"}
+    found = google_ads.read_ad_groups(CUSTOMER, ["555", "556", "557", "999"], client=either_client)
+    statuses = {ad_group_id: group.status for ad_group_id, group in found.items()}
+    assert statuses == {"555": "ENABLED", "556": "PAUSED", "557": "REMOVED"}
     assert "999" not in found
 
 

@@ -1,13 +1,15 @@
 """The handler contract: a handler returns an Outcome; the inbox records it with the handler's
-effects in one transaction, then hands the follow-ups to scheduling; "effects committed, retry
-the rest" fails the delivery for RQ's retry without undoing the effects."""
+effects in one transaction, then runs its follow-ups, whatever they are; "effects committed,
+retry the rest" fails the delivery for RQ's retry without undoing the effects."""
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
-from automation import handling, inbox, scheduling
+from automation import checkouts, handling, inbox, scheduling
 from automation.exceptions import PermanentAdsError, TransientAdsError
 from automation.models import CheckoutState, Delivery, StockLevel
 from tests.signing import post_shopify
@@ -99,7 +101,7 @@ def test_follow_ups_are_scheduled_once_the_outcome_has_committed(client, queue, 
         return handling.Outcome(
             Delivery.Status.DONE,
             "reminder evaluation scheduled",
-            follow_ups=(handling.ScheduleEvaluation(checkout, at),),
+            follow_ups=(checkouts.ScheduleEvaluation(checkout, at),),
         )
 
     register(schedules)
@@ -111,13 +113,37 @@ def test_follow_ups_are_scheduled_once_the_outcome_has_committed(client, queue, 
     assert (delivery.status, delivery.result) == ("done", "reminder evaluation scheduled")
 
 
+@dataclass(frozen=True)
+class NotesWhatItSees:
+    """A follow-up the inbox knows nothing about: it notes what it finds when run."""
+
+    seen: list
+
+    def run(self) -> None:
+        self.seen.append((connection.in_atomic_block, Delivery.objects.get().status))
+
+
+def test_any_follow_up_runs_once_the_outcome_has_committed(client, queue, register):
+    seen: list = []
+    register(
+        lambda *_args: (
+            _effect(),
+            handling.Outcome(Delivery.Status.DONE, follow_ups=(NotesWhatItSees(seen),)),
+        )[1]
+    )
+    delivery = _delivery(client)
+    assert inbox.process(delivery.pk, final_attempt=False) == Delivery.Status.DONE
+    assert seen == [(False, Delivery.Status.DONE)]  # outside the transaction, outcome recorded
+    assert StockLevel.objects.count() == 1
+
+
 def test_a_follow_up_redis_refuses_fails_the_delivery_for_its_retry(
     client, queue, register, settings
 ):
     def schedules(*_args):
         return handling.Outcome(
             Delivery.Status.DONE,
-            follow_ups=(handling.ScheduleEvaluation(_checkout(), timezone.now()),),
+            follow_ups=(checkouts.ScheduleEvaluation(_checkout(), timezone.now()),),
         )
 
     register(schedules)

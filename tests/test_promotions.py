@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import pytest
 from django.utils import timezone
 
-from automation import jobs, promotions, scheduling
+from automation import jobs, promotions
 from automation.exceptions import TransientAdsError
 from automation.models import AdGroupAction, Promotion, PromotionAdGroup
 
@@ -55,7 +55,7 @@ def make_promotion(end_day=date(2026, 6, 1), end_clock=time(0, 0), **fields) -> 
     promotion = Promotion(
         name="Pfingsten", time_zone=BERLIN, end_date=end_day, end_time=end_clock, **fields
     )
-    scheduling.save_and_schedule(promotion)
+    promotions.save_and_schedule(promotion)
     PromotionAdGroup.objects.create(
         promotion=promotion, customer_id="1234567890", ad_group_id="777"
     )
@@ -82,7 +82,7 @@ def test_a_moved_end_is_honoured_and_the_old_schedule_does_nothing(queue):
     promotion = make_promotion()
     old_instant = promotion.end_at
     promotion.end_date = date(2026, 6, 2)
-    scheduling.save_and_schedule(promotion)
+    promotions.save_and_schedule(promotion)
 
     new_instant = utc("2026-06-01T22:00:00+00:00")
     assert scheduled_at(queue, f"promotion-{promotion.pk}-end") == new_instant
@@ -146,7 +146,7 @@ def test_deleting_cancels_the_schedule(queue):
     far = timezone.localtime() + timedelta(days=30)
     promotion = make_promotion(end_day=far.date())
     assert queue.scheduled_job_registry.count == 1
-    scheduling.delete_and_cancel(promotion)
+    promotions.delete_and_cancel(promotion)
     assert queue.scheduled_job_registry.count == 0
 
 

@@ -68,7 +68,8 @@ def test_unset_the_promotion_retry_table_is_the_deliveries_as_before():
 
 
 def test_the_import_contract_holds():
-    """Views and admin → inbox and scheduling → handlers → rules and effects → adapters."""
+    """Views and admin → inbox → handlers → the handler contract and scheduling → rules and
+    effects → adapters; the inbox, the contract and scheduling import no capability."""
     lint_imports = Path(sys.executable).with_name("lint-imports")
     found = subprocess.run(  # noqa: S603 (our own venv's tool, no input)
         [str(lint_imports), "--no-cache"],

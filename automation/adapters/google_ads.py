@@ -616,18 +616,6 @@ def search_ad_groups_for_picking(
 STATUS_SEARCH_BATCH = 500
 
 
-def search_ad_group_statuses(
-    customer_id: str,
-    ad_group_ids: list[str],
-    *,
-    client: GoogleAdsClient | None = None,
-    timeout: float = 20.0,
-) -> dict[str, str]:
-    """Each ad group's real status as Google Ads has it now ({ad group id: "ENABLED", ...})."""
-    found = read_ad_groups(customer_id, ad_group_ids, client=client, timeout=timeout)
-    return {ad_group_id: group.status for ad_group_id, group in found.items()}
-
-
 def read_ad_groups(
     customer_id: str,
     ad_group_ids: list[str],

@@ -1,5 +1,5 @@
-"""API representations; every rule comes from the models, the admin's form or promotions.py;
-saving a promotion goes through scheduling.py."""
+"""API representations; every rule comes from the models, the admin's form or promotions.py,
+which also saves a promotion and schedules it."""
 
 import re
 from copy import copy
@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import notes, scheduling
+from .. import notes, promotions
 from ..forms import PromotionForm
 from ..models import (
     AdGroup,
@@ -287,7 +287,7 @@ class PromotionSerializer(serializers.ModelSerializer):
     def create(self, validated_data: dict[str, Any]) -> Promotion:
         ad_groups = validated_data.pop("ad_groups", [])
         promotion = Promotion(**validated_data)
-        scheduling.save_and_schedule(promotion)  # schedules after the ad groups commit too
+        promotions.save_and_schedule(promotion)  # schedules after the ad groups commit too
         self._replace_ad_groups(promotion, ad_groups)
         return promotion
 
@@ -296,7 +296,7 @@ class PromotionSerializer(serializers.ModelSerializer):
         ad_groups = validated_data.pop("ad_groups", None)
         for name, value in validated_data.items():
             setattr(instance, name, value)
-        scheduling.save_and_schedule(instance)
+        promotions.save_and_schedule(instance)
         if ad_groups is not None:
             self._replace_ad_groups(instance, ad_groups)
         return instance

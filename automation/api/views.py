@@ -1,4 +1,4 @@
-"""Thin API views: serializers validate, scheduling.py and inbox.py do the work."""
+"""Thin API views: serializers validate, promotions.py and inbox.py do the work."""
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -10,7 +10,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import inbox, scheduling
+from .. import inbox, promotions
 from ..models import (
     AdGroupAction,
     Delivery,
@@ -87,7 +87,7 @@ class PromotionViewSet(viewsets.ModelViewSet):
     serializer_class = api.PromotionSerializer
 
     def perform_destroy(self, instance: Promotion) -> None:
-        scheduling.delete_and_cancel(instance)
+        promotions.delete_and_cancel(instance)
 
 
 @extend_schema_view(list=extend_schema(parameters=[api.DeliveryFilter]))

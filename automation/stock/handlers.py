@@ -21,7 +21,6 @@ from ..sources.shopify_inventory import LevelUpdate
 from ..sources.shopify_products import LevelDisconnected, ProductDeleted, ProductUpdate
 from . import apply, catalogue, levels
 
-Status = Delivery.Status
 WEBHOOK = AdGroupAction.Source.WEBHOOK
 
 
@@ -40,21 +39,22 @@ def handle_inventory_levels(batch: Sequence[tuple[LevelUpdate, Delivery]]) -> li
     applied = apply.apply_levels(updates, source=WEBHOOK, deliveries=deliveries)
     if not applied.watched:
         item = updates[0].inventory_item_id
-        return [Outcome(Status.IGNORED, note("item_not_watched", item=str(item)))] * len(batch)
+        ignored = Outcome(Delivery.Status.IGNORED, note("item_not_watched", item=str(item)))
+        return [ignored] * len(batch)
     decided_by = applied.decided_by
     outcomes = []
     for index, update in enumerate(updates):
         if not applied.written[index]:
             stale = note("levels_newer_stored", at=update.updated_at)
-            outcomes.append(Outcome(Status.STALE, stale))
+            outcomes.append(Outcome(Delivery.Status.STALE, stale))
         elif update.available is None or decided_by is None:
-            outcomes.append(Outcome(Status.IGNORED, note("stock_not_tracked")))
+            outcomes.append(Outcome(Delivery.Status.IGNORED, note("stock_not_tracked")))
         elif index == decided_by:
             outcomes.append(_outcome(applied.stock, applied.settled))
         else:
             outcomes.append(
                 Outcome(
-                    Status.DONE,
+                    Delivery.Status.DONE,
                     join(
                         _stock_note(applied.stock),
                         note("set_with_delivery", delivery=deliveries[decided_by].pk),
@@ -76,7 +76,7 @@ def handle_disconnect(event: LevelDisconnected, delivery: Delivery) -> Outcome:
             client.close()
         if still is not None:
             return Outcome(
-                Status.IGNORED,
+                Delivery.Status.IGNORED,
                 note("still_stocked", item=str(item), location=str(location)),
             )
     products = apply.lock_watching([item])
@@ -84,7 +84,7 @@ def handle_disconnect(event: LevelDisconnected, delivery: Delivery) -> Outcome:
     if not products:
         what = note("level_removed" if removed else "no_level_stored")
         return Outcome(
-            Status.DONE,
+            Delivery.Status.DONE,
             note("location_disconnected_unwatched", location=str(location), what=what),
         )
     keys = apply.evaluate(products)
@@ -100,14 +100,18 @@ def handle_product(event: ProductUpdate, delivery: Delivery) -> Outcome:
     """A product's status or variants changed: a variant added later counts at once."""
     product_ids = catalogue.watched_by_product(event.product_id)
     if not product_ids:
-        return Outcome(Status.IGNORED, note("product_not_watched", product=str(event.product_id)))
+        return Outcome(
+            Delivery.Status.IGNORED, note("product_not_watched", product=str(event.product_id))
+        )
     products = apply.lock_products(product_ids)
     if catalogue.record_product(event) is None:
         stale = note("product_newer_stored", product=str(event.product_id))
-        return Outcome(Status.STALE, stale)
+        return Outcome(Delivery.Status.STALE, stale)
     enabled = [product for product in products if product.enabled]
     if not enabled:
-        return Outcome(Status.DONE, note("product_switched_off", product=str(event.product_id)))
+        return Outcome(
+            Delivery.Status.DONE, note("product_switched_off", product=str(event.product_id))
+        )
     keys = apply.evaluate(enabled)
     return _outcome({p.label: p.stock for p in enabled}, apply.settle(keys, source=WEBHOOK))
 
@@ -126,13 +130,17 @@ def handle_product_deleted(event: ProductDeleted, delivery: Delivery) -> Outcome
         finally:
             client.close()
         if exists:
-            return Outcome(Status.IGNORED, note("product_still_exists", product=str(product_id)))
+            return Outcome(
+                Delivery.Status.IGNORED, note("product_still_exists", product=str(product_id))
+            )
     product_ids = catalogue.watched_by_product(product_id)
     products = apply.lock_products(product_ids)
     catalogue.record_deleted(product_id)
     watched = [product for product in products if product.enabled]
     if not watched:
-        return Outcome(Status.DONE, note("product_deleted_unwatched", product=str(product_id)))
+        return Outcome(
+            Delivery.Status.DONE, note("product_deleted_unwatched", product=str(product_id))
+        )
     keys = apply.ad_groups_of([product.pk for product in watched])
     WatchedProduct.objects.filter(pk__in=[product.pk for product in watched]).update(enabled=False)
     settled = apply.settle(keys, source=WEBHOOK, delivery=delivery)
@@ -179,7 +187,7 @@ def _outcome(stock: dict[str, int | None] | None, settled: list[apply.Settled]) 
         notes.append(note("manual_holds", held=held))
     errors = apply.errors_of(settled)
     return Outcome(
-        Status.DONE,
+        Delivery.Status.DONE,
         join(*notes),
         retry=apply.combined(errors) if errors else None,
     )
