@@ -1225,6 +1225,15 @@ class PromotionAdGroupInline(admin.TabularInline):
     model = PromotionAdGroup
     form = PromotionAdGroupForm
     extra = 1
+    readonly_fields = ("ad_group_name",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PromotionAdGroup]:
+        return super().get_queryset(request).annotate(ad_group_name=ad_group_name_of_row())
+
+    @admin.display(description=_("name"))
+    def ad_group_name(self, obj: PromotionAdGroup) -> str:
+        """The ad group's name as Google Ads last said (the nightly read keeps it)."""
+        return getattr(obj, "ad_group_name", None) or "–"
 
 
 @admin.register(Promotion)

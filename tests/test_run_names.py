@@ -200,3 +200,16 @@ def test_the_api_names_the_ad_group_of_an_action(named_group, admin_client, sett
         ("555", "Kerzen Suche"),
         ("556", ""),
     }
+
+
+def test_a_promotion_page_names_its_ad_groups(admin_client):
+    ad_group("777", name="Advent – <Suche>")
+    promotion = Promotion.objects.create(name="Advent")
+    PromotionAdGroup.objects.create(promotion=promotion, customer_id=CUSTOMER, ad_group_id="777")
+    PromotionAdGroup.objects.create(promotion=promotion, customer_id=CUSTOMER, ad_group_id="778")
+
+    page = admin_client.get(f"/admin/automation/promotion/{promotion.pk}/change/", **EN)
+
+    html = page.content.decode()
+    assert "Advent – &lt;Suche&gt;" in html
+    assert "Advent – <Suche>" not in html
