@@ -87,14 +87,39 @@ def test_a_correction_without_a_label_is_named_by_its_item(shop, named_group, ad
         {"kind": "stock", "item": ITEM, "label": "", "ad_group": "555", "was": "ENABLED"}
         | {"now": "PAUSED", "reason": ""}
     ]
+    run.held = [{"item": ITEM, "label": "", "ad_group": "555", "held": "PAUSED"}]
     reconcile.name_entries(run)
     run.save()
 
-    assert "  Winterzauber – klein (808950810): ad group Kerzen Suche (555)" in (
-        reconcile.summary(run)
-    )
+    summary = reconcile.summary(run)
+    assert "  Winterzauber – klein (808950810): ad group Kerzen Suche (555) ENABLED" in summary
+    assert "  Winterzauber – klein (808950810): ad group Kerzen Suche (555) → PAUSED" in summary
     page = admin_client.get(f"/admin/automation/reconcilerun/{run.pk}/change/", **EN)
     assert f'<span title="id {ITEM}">Winterzauber – klein</span>' in page.content.decode()
+
+
+def test_a_drift_repair_is_stored_and_mailed_by_name(shop, named_group, google_ads):
+    webhook(0, "2026-11-28T10:00:00+01:00")  # sold out, paused
+    google_ads.statuses["555"] = "ENABLED"  # switched on by hand in Google Ads
+    google_ads.add_ad_group("555", "Kerzen Suche", "Winter")
+    shop.add_item(ITEM, (STORE, 0, "2026-11-28T15:10:00Z"))
+
+    run = reconcile.run_now()
+
+    [correction] = run.corrections
+    assert (correction["kind"], correction["ad_group_name"]) == ("drift", "Kerzen Suche")
+    assert "Winterzauber: ad group Kerzen Suche (555) ENABLED → PAUSED" in mail.outbox[0].body
+
+
+def test_a_product_deleted_in_shopify_is_named_in_the_errors(shop, named_group):
+    del shop.products[PRODUCT]
+
+    run = reconcile.run_now()
+
+    assert any(
+        error.startswith(f"product Winterzauber ({PRODUCT}) no longer exists")
+        for error in run.errors
+    ), run.errors
 
 
 def test_an_item_whose_ads_call_fails_is_named_in_the_errors(shop, named_group, google_ads):
