@@ -24,7 +24,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from . import ads, inbox, notes, promotions, reminder_mail, shopify_access
-from .display_names import named
+from .display_names import ad_group_name_of_row, item_name, named
 from .exceptions import InvalidPayload
 from .forms import LocalizedDecimalField, PromotionAdGroupForm, PromotionForm
 from .mail_text import PLACEHOLDERS
@@ -51,7 +51,6 @@ from .models import (
     Variant,
     WatchedProduct,
 )
-from .models.catalogue import DEFAULT_VARIANT_TITLE
 from .privacy import mask_email
 from .setup import failures, pickers
 from .setup.forms import AdGroupForm, WatchedProductForm, dashed
@@ -822,14 +821,6 @@ class VariantAdmin(ReadOnlyAdmin):
     list_select_related = ("product",)
 
 
-def _ad_group_name() -> Subquery:
-    """The name of the row's ad group (matched by account and id), for a list's one query."""
-    group = AdGroup.objects.filter(
-        customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
-    )
-    return Subquery(group.values("name")[:1])
-
-
 @admin.register(AdGroupAction)
 class AdGroupActionAdmin(ReadOnlyAdmin):
     list_display = (
@@ -848,22 +839,12 @@ class AdGroupActionAdmin(ReadOnlyAdmin):
     list_select_related = ("delivery",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AdGroupAction]:
-        return super().get_queryset(request).annotate(ad_group_name=_ad_group_name())
+        return super().get_queryset(request).annotate(ad_group_name=ad_group_name_of_row())
 
     @admin.display(description=_("ad group"), ordering="ad_group_id")
     def ad_group(self, obj: AdGroupAction) -> str:
         """The ad group by its name (from the same query), its id on hover."""
         return named(getattr(obj, "ad_group_name", ""), obj.ad_group_id)
-
-
-def item_name(product_title: str | None, title: str | None, sku: str | None) -> str:
-    """ "Winterzauber – klein": the product and what the merchant calls the variant ("" if
-    neither is known); a product's only variant is the product alone."""
-    own = "" if not title or title == DEFAULT_VARIANT_TITLE else title
-    variant = own or sku or ""
-    if product_title and variant:
-        return f"{product_title} – {variant}"
-    return product_title or variant
 
 
 # The latest instant Python's datetime holds in every time zone the admin may show it in.
@@ -1120,9 +1101,41 @@ class DashboardSettingsAdmin(SingletonSettingsAdmin):
 @admin.register(MarginRule)
 class MarginRuleAdmin(admin.ModelAdmin):
     formfield_overrides = GERMAN_DECIMALS
-    list_display = ("__str__", "rate", "variant_id", "product_id", "sku", "vendor", "note")
+    list_display = ("__str__", "rate", "variant", "product", "sku", "vendor", "note")
     list_editable = ("rate",)
     search_fields = ("sku", "vendor", "note")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MarginRule]:
+        """The variant and product names from the catalogue, in the list's one query."""
+        variant = Variant.objects.filter(variant_id=OuterRef("variant_id"))
+        product = Product.objects.filter(product_id=OuterRef("product_id"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                variant_product_title=Subquery(variant.values("product__title")[:1]),
+                variant_title=Subquery(variant.values("title")[:1]),
+                variant_sku=Subquery(variant.values("sku")[:1]),
+                product_title=Subquery(product.values("title")[:1]),
+            )
+        )
+
+    @admin.display(description=_("variant"), ordering="variant_id")
+    def variant(self, obj: MarginRule) -> str:
+        if obj.variant_id is None:
+            return "–"
+        title = item_name(
+            getattr(obj, "variant_product_title", None),
+            getattr(obj, "variant_title", None),
+            getattr(obj, "variant_sku", None),
+        )
+        return named(title, obj.variant_id)
+
+    @admin.display(description=_("product"), ordering="product_id")
+    def product(self, obj: MarginRule) -> str:
+        if obj.product_id is None:
+            return "–"
+        return named(getattr(obj, "product_title", None), obj.product_id)
 
 
 @admin.register(ReminderDecision)
@@ -1212,6 +1225,15 @@ class PromotionAdGroupInline(admin.TabularInline):
     model = PromotionAdGroup
     form = PromotionAdGroupForm
     extra = 1
+    readonly_fields = ("ad_group_name",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PromotionAdGroup]:
+        return super().get_queryset(request).annotate(ad_group_name=ad_group_name_of_row())
+
+    @admin.display(description=_("name"))
+    def ad_group_name(self, obj: PromotionAdGroup) -> str:
+        """The ad group's name as Google Ads last said (the nightly read keeps it)."""
+        return getattr(obj, "ad_group_name", None) or "–"
 
 
 @admin.register(Promotion)
@@ -1264,6 +1286,18 @@ class PromotionAdmin(admin.ModelAdmin):
             promotions.delete_and_cancel(promotion)
 
 
+def _what_was_run(entry: dict) -> str:
+    """The watched product a run's entry is about, else its item by name (id on hover)."""
+    if entry.get("label"):
+        return entry["label"]
+    return named(entry.get("item_name"), entry["item"]) if entry.get("item") else "–"
+
+
+def _run_list(row: str, rows) -> str:
+    shown = format_html_join("", row, rows)
+    return format_html("<ul>{}</ul>", shown) if shown else "–"
+
+
 @admin.register(ReconcileRun)
 class ReconcileRunAdmin(ReadOnlyAdmin):
     list_display = (
@@ -1277,10 +1311,45 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
         "duration_seconds",
     )
     list_filter = ("status", "trigger")
+    fields = (
+        "local_date",
+        "trigger",
+        "status",
+        "started_at",
+        "finished_at",
+        "duration_seconds",
+        "items_checked",
+        "levels_changed",
+        "ad_groups_read",
+        "corrections_named",
+        "held_named",
+        "subscriptions_created",
+        "errors",
+        "claims_deleted",
+        "bodies_dropped",
+    )
+    readonly_fields = ("corrections_named", "held_named")
 
     @admin.display(description=_("corrections"))
     def correction_count(self, obj: ReconcileRun) -> int:
         return len(obj.corrections)
+
+    @admin.display(description=_("corrections"))
+    def corrections_named(self, obj: ReconcileRun) -> str:
+        """Each correction by the names the run stored, the ids on hover."""
+        rows = (
+            (_what_was_run(c), named(c.get("ad_group_name"), c["ad_group"]), c["was"], c["now"])
+            for c in obj.corrections
+        )
+        return _run_list("<li>{}: {} {} → {}</li>", rows)
+
+    @admin.display(description=ReconcileRun._meta.get_field("held").verbose_name)
+    def held_named(self, obj: ReconcileRun) -> str:
+        rows = (
+            (_what_was_run(h), named(h.get("ad_group_name"), h["ad_group"]), h["held"])
+            for h in obj.held
+        )
+        return _run_list("<li>{}: {} → {}</li>", rows)
 
     def changelist_view(self, request: HttpRequest, extra_context=None):
         if not shopify_access.is_configured():
@@ -1336,7 +1405,7 @@ class HeldChangeAdmin(ReadOnlyAdmin):
     actions = ["apply_selected", "discard_selected"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[HeldChange]:
-        return super().get_queryset(request).annotate(ad_group_name=_ad_group_name())
+        return super().get_queryset(request).annotate(ad_group_name=ad_group_name_of_row())
 
     @admin.display(description=_("ad group"), ordering="ad_group_id")
     def ad_group(self, obj: HeldChange) -> str:

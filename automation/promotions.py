@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from redis.exceptions import RedisError
 
-from . import alerts, scheduling
+from . import alerts, display_names, scheduling
 from .exceptions import TransientAdsError
 from .masking import mask_secrets
 from .models import AdGroupAction, Promotion
@@ -173,11 +173,14 @@ def run_edge(promotion_id: int, edge: str, instant: datetime) -> str:
     errors: list[str] = []
     transient: list[str] = []
     now = max(timezone.now(), instant)
+    names = display_names.ad_group_names(ad_group_id for _, ad_group_id in keys)
     for done in apply.settle(keys, source=AdGroupAction.Source.PROMOTION, now=now):
+        customer_id, ad_group_id = done.key
+        who = display_names.plain(names.get(ad_group_id), f"{customer_id}/{ad_group_id}")
         if isinstance(done.error, TransientAdsError):
-            transient.append(f"{done.key[0]}/{done.key[1]}: {done.error}")
+            transient.append(f"{who}: {done.error}")
         elif done.error is not None:
-            errors.append(f"{done.key[0]}/{done.key[1]}: {done.error}")
+            errors.append(f"{who}: {done.error}")
     if transient:
         # Not marked as run: RQ's retries and the minute check try again (statuses are idempotent).
         raise TransientAdsError("; ".join(transient))

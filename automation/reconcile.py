@@ -21,7 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import alerts, claims, shopify_access
+from . import alerts, claims, display_names, shopify_access
 from .adapters.shopify_admin import Level, ShopifyAdmin, ShopifyAdminError
 from .exceptions import PermanentAdsError, TransientAdsError
 from .masking import mask_secrets
@@ -125,6 +125,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
     run.bodies_dropped = drop_old_bodies()
     run.finished_at = timezone.now()
     run.duration_seconds = round(time.monotonic() - started, 3)
+    name_entries(run)
     run.errors = [mask_secrets(error) for error in run.errors]  # shown on pages and mailed
     run.save()
     if run.corrections or run.errors or run.subscriptions_created or run.held:
@@ -170,10 +171,10 @@ def reconcile_stock(run: ReconcileRun, client: ShopifyAdmin) -> None:
                 failed[item_id] = err
                 continue
             except PermanentAdsError as err:
-                run.errors.append(f"item {item_id}: {err}")
+                run.errors.append(f"item {_item(item_id)}: {err}")
                 continue
             _note_corrections(run, item_id, settled, last, stock)
-    run.errors += [f"item {item_id}: {err}" for item_id, err in failed.items()]
+    run.errors += [f"item {_item(item_id)}: {err}" for item_id, err in failed.items()]
     after = levels.stored_levels(item_ids)
     run.levels_changed = sum(
         1 for key, available in after.items() if key not in before or before[key] != available
@@ -200,11 +201,13 @@ def _refresh_products(run: ReconcileRun, client: ShopifyAdmin, watched: list) ->
         with transaction.atomic():
             apply.lock_products(catalogue.watched_by_product(info.product_id))
             catalogue.record_product(info)
+    titles = display_names.product_names(client.deleted_products)
     for product_id in sorted(client.deleted_products):
         labels = stop_watching_deleted(product_id)
         if labels:
             run.errors.append(
-                f"product {product_id} no longer exists in Shopify: no longer watched "
+                f"product {display_names.plain(titles.get(product_id), product_id)} no longer "
+                "exists in Shopify: no longer watched "
                 f"({', '.join(labels)})"
             )
 
@@ -303,7 +306,10 @@ def repair_drift(run: ReconcileRun) -> None:
     run.ad_groups_read += found.read
     run.errors += found.errors
     for group in found.missing:
-        run.errors.append(f"ad group {group.ad_group_id} ({group}): {group.get_missing_display()}")
+        run.errors.append(
+            f"ad group {display_names.plain(group.name, group.ad_group_id)}: "
+            f"{group.get_missing_display()}"
+        )
     for done in found.settled:
         customer_id, ad_group_id = done.key
         if done.result == AdGroupAction.Result.HELD:
@@ -350,9 +356,35 @@ def drop_old_bodies(now: datetime | None = None) -> int:
     return Delivery.objects.filter(received_at__lt=cutoff, body__isnull=False).update(body=None)
 
 
+def _item(item_id: int) -> str:
+    """An inventory item in an error: its catalogue name with the id, or the id."""
+    return display_names.plain(display_names.item_names([item_id]).get(item_id), item_id)
+
+
+def name_entries(run: ReconcileRun) -> None:
+    """Store each correction's and held pause's ad group and item names beside their ids, as
+    they are at the run: the page and the mail name them even after a later rename."""
+    entries = run.corrections + run.held
+    groups = display_names.ad_group_names(entry["ad_group"] for entry in entries)
+    items = display_names.item_names(entry["item"] for entry in entries if entry.get("item"))
+    for entry in entries:
+        entry["ad_group_name"] = groups.get(str(entry["ad_group"]), "")
+        entry["item_name"] = items.get(entry.get("item") or 0, "")
+
+
+def _what(entry: dict) -> str:
+    """The watched product (or item) an entry is about, for plain text."""
+    item = display_names.plain(entry.get("item_name"), entry["item"]) if entry["item"] else ""
+    return entry["label"] or item or "–"
+
+
+def _ad_group(entry: dict) -> str:
+    return display_names.plain(entry.get("ad_group_name"), entry["ad_group"])
+
+
 def _correction_line(c: dict) -> str:
     why = c.get("reason") or f"{c.get('total_available', '?')} available"
-    return f"  {c['label'] or c['item']}: ad group {c['ad_group']} {c['was']} → {c['now']} ({why})"
+    return f"  {_what(c)}: ad group {_ad_group(c)} {c['was']} → {c['now']} ({why})"
 
 
 def summary(run: ReconcileRun) -> str:
@@ -379,9 +411,7 @@ def summary(run: ReconcileRun) -> str:
             f"held by the safety brake ({len(run.held)}), not sent; apply or discard them in "
             "the admin:"
         )
-        lines += [
-            f"  {h['label'] or h['item']}: ad group {h['ad_group']} → {h['held']}" for h in run.held
-        ]
+        lines += [f"  {_what(h)}: ad group {_ad_group(h)} → {h['held']}" for h in run.held]
     if run.status == ReconcileRun.Status.NOT_CONFIGURED:
         lines.append(f"Shopify Admin API not configured: set {shopify_access.missing_settings()}")
     elif shopify_access.webhooks_managed_by_toml():

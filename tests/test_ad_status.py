@@ -134,6 +134,8 @@ def test_an_ad_group_enabled_by_hand_is_paused_again_at_night(shop, winterzauber
             "was": "ENABLED",
             "now": "PAUSED",
             "reason": "drift: Google Ads had ENABLED; Winterzauber: 0 available ≤ 0",
+            "ad_group_name": "",
+            "item_name": "",
         }
     ]
     assert google_ads.statuses["555"] == "PAUSED"

@@ -104,6 +104,8 @@ def test_a_dropped_sell_out_webhook_is_corrected(shop, winterzauber):
             "now": "PAUSED",
             "total_available": 0,
             "reason": "Winterzauber: 0 available ≤ 0",
+            "ad_group_name": "",  # none known yet: the pages and the mail show the ids
+            "item_name": "",
         }
     ]
     latest = AdGroupAction.objects.first()

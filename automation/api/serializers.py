@@ -345,12 +345,19 @@ class DeliverySerializer(serializers.ModelSerializer):
 class AdGroupActionSerializer(serializers.ModelSerializer):
     """One status change we asked Google Ads for, and its result."""
 
+    ad_group_name = serializers.CharField(
+        read_only=True,
+        default="",
+        help_text='The ad group\'s name as last seen in Google Ads ("" if not known).',
+    )
+
     class Meta:
         model = AdGroupAction
         fields = [
             "id",
             "customer_id",
             "ad_group_id",
+            "ad_group_name",
             "desired_status",
             "reason",
             "source",

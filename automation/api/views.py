@@ -1,7 +1,8 @@
 """Thin API views: serializers validate, promotions.py and inbox.py do the work."""
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Value
+from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -11,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import inbox, promotions
+from ..display_names import ad_group_name_of_row
 from ..models import (
     AdGroupAction,
     Delivery,
@@ -121,7 +123,9 @@ class DeliveryViewSet(QueryFilterMixin, viewsets.ReadOnlyModelViewSet):
 class AdGroupActionViewSet(QueryFilterMixin, viewsets.ReadOnlyModelViewSet):
     """Every ad group status change we asked for, and how it went."""
 
-    queryset = AdGroupAction.objects.all()
+    queryset = AdGroupAction.objects.annotate(
+        ad_group_name=Coalesce(ad_group_name_of_row(), Value(""))
+    )
     serializer_class = api.AdGroupActionSerializer
     filter_class = api.AdGroupActionFilter
 

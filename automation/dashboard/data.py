@@ -21,7 +21,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .. import checkouts, reconcile, shopify_access
+from .. import checkouts, display_names, reconcile, shopify_access
 from ..decisions import CREDIBLE_LEVEL, NO_DISCOUNT_CODE, Basket, Probabilities, choose_reminder
 from ..masking import mask_secrets
 from ..models import (
@@ -660,15 +660,17 @@ def dead_letters_url() -> str:
 
 
 def last_reconciliation() -> ReconcileRun | None:
-    """The newest reconciliation run, whatever its outcome; each correction carries its ad
-    group's name as `ad_group_name` for the page (not saved)."""
+    """The newest reconciliation run, whatever its outcome; each correction carries the ad
+    group's and item's names the run stored (a run from before it stored them: today's)."""
     run = ReconcileRun.objects.order_by("-started_at", "-pk").first()
     if run is None or not run.corrections:
         return run
-    ids = {str(c.get("ad_group", "")) for c in run.corrections}
-    names = dict(AdGroup.objects.filter(ad_group_id__in=ids).values_list("ad_group_id", "name"))
-    for correction in run.corrections:
-        correction["ad_group_name"] = names.get(str(correction.get("ad_group", "")), "")
+    unnamed = [c for c in run.corrections if "ad_group_name" not in c]
+    groups = display_names.ad_group_names(c.get("ad_group", "") for c in unnamed)
+    items = display_names.item_names(c["item"] for c in unnamed if c.get("item"))
+    for correction in unnamed:
+        correction["ad_group_name"] = groups.get(str(correction.get("ad_group", "")), "")
+        correction["item_name"] = items.get(correction.get("item") or 0, "")
     return run
 
 
