@@ -273,6 +273,39 @@ def test_a_stripe_error_fails_in_words(admin_client, vendors):
     assert "Stripe could not be reached or answered with an error" in result
 
 
+def test_a_restricted_key_without_the_right_is_named(admin_client, vendors):
+    _shop, stripe = vendors
+    connections.store(stripe_api_key="rk_test_without_checkout_read")
+    stripe.script.append(403)
+
+    result = section(page(admin_client, action="stripe_test"), "stripe")
+
+    assert "it may not read Checkout Sessions" in result
+    assert "“Checkout Sessions: Read”" in result
+
+
+def test_an_answer_that_is_no_list_of_sessions_fails_in_words(admin_client, vendors, httpserver):
+    connections.store(stripe_api_key=STRIPE_KEY)
+    httpserver.clear()  # another server on the path: it answers a session, not a list
+    httpserver.expect_request("/v1/checkout/sessions").respond_with_json({"object": "checkout"})
+
+    result = section(page(admin_client, action="stripe_test"), "stripe")
+
+    assert "Stripe could not be reached or answered with an error" in result
+
+
+def test_the_help_says_where_the_stripe_values_come_from(admin_client, vendors, settings):
+    settings.PUBLIC_BASE_URL = "https://automation.elbkerzen.example"
+
+    html = page(admin_client)
+
+    stripe = section(html, "stripe")
+    assert "https://dashboard.stripe.com/apikeys" in stripe
+    assert "https://dashboard.stripe.com/webhooks" in stripe
+    assert "https://automation.elbkerzen.example/webhooks/stripe/" in stripe
+    assert "Admin API access token" in section(html, "shopify")
+
+
 def test_a_stripe_that_does_not_answer_fails_in_time(admin_client, vendors, settings):
     connections.store(stripe_api_key=STRIPE_KEY)
     with hanging_server() as (url, _held):

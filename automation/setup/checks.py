@@ -323,10 +323,15 @@ def stripe() -> Section:
     if not Delivery.objects.filter(source=Delivery.Source.STRIPE).exists():
         section.lack(
             _("No event has arrived yet: check that the endpoint in Stripe points to %(url)s.")
-            % {"url": f"{settings.PUBLIC_BASE_URL}{reverse('stripe-webhook')}"},
+            % {"url": stripe_webhook_url()},
             Light.YELLOW,
         )
     return section
+
+
+def stripe_webhook_url() -> str:
+    """Where the Stripe endpoint must point: our public address of the Stripe intake."""
+    return f"{settings.PUBLIC_BASE_URL}{reverse('stripe-webhook')}"
 
 
 def is_local(url: str) -> bool:

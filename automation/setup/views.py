@@ -102,6 +102,7 @@ def setup(request: HttpRequest) -> HttpResponse:
         "webhooks_managed_here": _webhooks_managed_here(),
         "google_redirect_uri": google_sign_in.redirect_uri(),
         "shopify_webhook_url": reconcile.callback_url(),
+        "stripe_webhook_url": checks.stripe_webhook_url(),
     }
     return render(request, "admin/setup.html", context)
 
