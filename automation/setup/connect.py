@@ -119,7 +119,7 @@ def stripe_key(value: str) -> None:
 
 
 class ShopifyConnectionForm(ConnectionForm):
-    """The Dev Dashboard app's client id and secret."""
+    """The Dev Dashboard app's client id and secret, or an older app's Admin API token."""
 
     names = ("shopify_client_id", "shopify_client_secret", "shopify_admin_token")
     secrets = frozenset({"shopify_client_secret", "shopify_admin_token"})
