@@ -52,6 +52,14 @@ FIELDS: dict[str, Field] = {
             "shopify_client_secret_sealed",
             True,
         ),
+        Field("shopify_admin_token", "SHOPIFY_ADMIN_TOKEN", "shopify_admin_token_sealed", True),
+        Field("stripe_api_key", "STRIPE_API_KEY", "stripe_api_key_sealed", True),
+        Field(
+            "stripe_webhook_secret",
+            "STRIPE_WEBHOOK_SECRETS",
+            "stripe_webhook_secret_sealed",
+            True,
+        ),
         Field(
             "google_ads_developer_token",
             "GOOGLE_ADS_DEVELOPER_TOKEN",
@@ -108,6 +116,9 @@ class Connection:
 
     shopify_client_id: Value
     shopify_client_secret: Value
+    shopify_admin_token: Value
+    stripe_api_key: Value
+    stripe_webhook_secret: Value
     google_ads_developer_token: Value
     google_ads_client_id: Value
     google_ads_client_secret: Value
@@ -155,8 +166,17 @@ def forget() -> None:
         _cached = None
 
 
+def _environment(field: Field) -> str:
+    """The field's environment value; of a list setting (STRIPE_WEBHOOK_SECRETS, rotation) the
+    first, the one in force for the page (verifying uses all of them: stripe_webhook_secrets)."""
+    value = getattr(settings, field.env_name, "") or ""
+    if isinstance(value, list | tuple):
+        value = next((item for item in value if item), "")
+    return str(value)
+
+
 def _value(field: Field, stored: dict[str, str]) -> Value:
-    env_value = str(getattr(settings, field.env_name, "") or "")
+    env_value = _environment(field)
     if env_value:
         return Value(env_value, Source.ENVIRONMENT, field.env_name)
     raw = stored.get(field.column) or ""
@@ -185,6 +205,15 @@ def shopify_webhook_secrets() -> list[str]:
     if settings.SHOPIFY_WEBHOOK_SECRETS:
         return list(settings.SHOPIFY_WEBHOOK_SECRETS)
     stored = current().shopify_client_secret
+    return [stored.value] if stored.source is Source.DATABASE and stored.value else []
+
+
+def stripe_webhook_secrets() -> list[str]:
+    """The secrets a Stripe event may be signed with: STRIPE_WEBHOOK_SECRETS when set (the
+    environment wins, every entry: rotation), else the signing secret entered on the page."""
+    if settings.STRIPE_WEBHOOK_SECRETS:
+        return [secret for secret in settings.STRIPE_WEBHOOK_SECRETS if secret]
+    stored = current().stripe_webhook_secret
     return [stored.value] if stored.source is Source.DATABASE and stored.value else []
 
 

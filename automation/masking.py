@@ -36,6 +36,7 @@ def configured_secrets() -> list[str]:
         settings.SHOPIFY_CLIENT_SECRET,
         *settings.SHOPIFY_WEBHOOK_SECRETS,
         *settings.STRIPE_WEBHOOK_SECRETS,
+        settings.STRIPE_API_KEY,
         *settings.GOOGLE_ADS_SECRETS,
         settings.EMAIL_HOST_PASSWORD,
         settings.METRICS_TOKEN,

@@ -87,6 +87,9 @@ SETUP_ACTIONS: dict[str, Rule] = {
     # Stores the connection settings entered on the page (secrets encrypted).
     "shopify_save": all_of("automation.view_delivery", "automation.change_connectionsettings"),
     "google_ads_save": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
+    "stripe_save": all_of("automation.view_delivery", "automation.change_connectionsettings"),
+    # Lists one Checkout Session with the Stripe key: reads only, like the paid check does.
+    "stripe_test": all_of("automation.view_delivery", "automation.change_delivery"),
     # Signs in with Google and stores the refresh token; choosing the account stores its ids.
     "google_connect": all_of("automation.view_adgroup", "automation.change_connectionsettings"),
     "google_ads_accounts": all_of(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.translation import gettext
 
-from . import shopify_access
+from . import connections, shopify_access
 from .adapters import stripe_checkout
 from .adapters.shopify_admin import ShopifyAdmin, ShopifyAdminError
 from .models import CheckoutState
@@ -120,12 +120,13 @@ def _ask_shopify(checkout: CheckoutState) -> Answer:
 
 
 def _ask_stripe(checkout: CheckoutState) -> Answer:
-    if not settings.STRIPE_API_KEY:
+    key = connections.current().stripe_api_key.value
+    if not key:
         return _cannot_ask("Stripe", gettext("set STRIPE_API_KEY"))
     try:
         session = stripe_checkout.retrieve_session(
             checkout.token,
-            settings.STRIPE_API_KEY,
+            key,
             base_url=settings.STRIPE_API_URL,
             timeout=settings.REMINDER_PAID_CHECK_TIMEOUT,
         )

@@ -1,7 +1,8 @@
 """How we reach the shop's Admin API, and who owns its webhook subscriptions: the one home.
 
 Two kinds of app give Admin API access:
-- apps created in the Shopify admin before 2026 show a static token: `SHOPIFY_ADMIN_TOKEN`;
+- apps created in the Shopify admin before 2026 show a static token: `SHOPIFY_ADMIN_TOKEN` (or
+  entered on the set-up page);
 - Dev Dashboard apps (the only kind created since 2026-01-01) have a client id and secret:
   `SHOPIFY_CLIENT_ID` + `SHOPIFY_CLIENT_SECRET` (or entered on the set-up page, read through
   automation.connections), exchanged by the client credentials grant for a
@@ -59,9 +60,9 @@ class WebhookManager(enum.StrEnum):
 
 def access() -> Access | None:
     """How we reach the Admin API, or None while neither way is configured."""
-    if settings.SHOPIFY_ADMIN_TOKEN:
-        return Access.STATIC
     values = connections.current()
+    if values.shopify_admin_token:
+        return Access.STATIC
     if values.shopify_client_id and values.shopify_client_secret:
         return Access.CLIENT_CREDENTIALS
     return None
@@ -92,7 +93,7 @@ def token_source(*, interactive: bool = False) -> TokenSource | None:
     """
     kind = access()
     if kind is Access.STATIC:
-        return StaticToken(settings.SHOPIFY_ADMIN_TOKEN)
+        return StaticToken(connections.current().shopify_admin_token.value)
     if kind is Access.CLIENT_CREDENTIALS:
         values = connections.current()
         return ClientCredentialsTokens(

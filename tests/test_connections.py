@@ -34,8 +34,10 @@ def nothing_in_the_environment(settings):
     settings.SHOPIFY_CLIENT_ID = ""
     settings.SHOPIFY_CLIENT_SECRET = ""
     settings.SHOPIFY_WEBHOOK_SECRETS = []
+    settings.STRIPE_WEBHOOK_SECRETS = []
     for name in connections.FIELDS.values():
-        setattr(settings, name.env_name, "")
+        if name.env_name != "STRIPE_WEBHOOK_SECRETS":  # a list
+            setattr(settings, name.env_name, "")
 
 
 @pytest.fixture

@@ -263,8 +263,8 @@ def test_a_superuser_passes_every_rule(client, world, shop):  # noqa: F811
 
     setup = client.get(reverse("setup"), **EN).content.decode()
 
-    # three tests, two connection forms, "Connect with Google"; "Set up now" after a test
-    assert setup.count('name="action"') == 6
+    # four tests, three connection forms, "Connect with Google"; "Set up now" after a test
+    assert setup.count('name="action"') == 8
     assert ALERTS in setup
 
 

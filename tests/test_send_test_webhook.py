@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from automation import connections
 from automation.management.commands.send_test_webhook import Command, bundled_topics
 from automation.models import Delivery
 
@@ -46,6 +47,17 @@ def test_a_stripe_event_is_signed_with_stripes_scheme_and_accepted(live_server, 
         "send_test_webhook", "checkout.session.expired", url=f"{live_server.url}/webhooks/stripe/"
     )
     assert Delivery.objects.count() == 2
+
+
+def test_a_stripe_event_is_signed_with_the_secret_entered_on_the_page(live_server, redis, settings):
+    settings.STRIPE_WEBHOOK_SECRETS = []
+    connections.store(stripe_webhook_secret="whsec_entered_on_the_page")
+
+    call_command(
+        "send_test_webhook", "checkout.session.expired", url=f"{live_server.url}/webhooks/stripe/"
+    )
+
+    assert Delivery.objects.get().source == "stripe"
 
 
 def test_a_stripe_event_with_a_wrong_secret_is_refused(live_server, redis):

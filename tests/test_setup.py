@@ -13,6 +13,7 @@ from automation.models import Delivery, WatchedProduct
 from automation.setup.forms import WatchedProductForm
 from tests.shopify_standin import SHOP_NAME, TOKEN, ShopifyStandIn
 from tests.support.hanging import hanging_server
+from tests.support.vendors import STRIPE_KEY
 from tests.support.watching import watch
 
 PUBLIC = "https://automation.elbkerzen.example"
@@ -136,6 +137,7 @@ def test_live_ads_without_credentials_is_red(admin_client, settings, monkeypatch
 
 def test_stripe_shows_the_last_event_received(admin_client, settings):
     settings.STRIPE_WEBHOOK_SECRETS = [STRIPE_SECRET]
+    settings.STRIPE_API_KEY = STRIPE_KEY
     stripe = section(page(admin_client), "stripe")
     assert "light-yellow" in stripe and "No event has arrived yet" in stripe
     Delivery.objects.create(

@@ -7,6 +7,9 @@ further processing will occur"), and `payment_status` is `paid`, `unpaid` or
 `no_payment_required` (https://docs.stripe.com/api/checkout/sessions/retrieve,
 https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-status). Requests
 authenticate with the secret key as a Bearer token (https://docs.stripe.com/api/authentication).
+`GET /v1/checkout/sessions?limit=1` lists at most one session ("a list of Checkout Sessions",
+https://docs.stripe.com/api/checkout/sessions/list): the set-up page's harmless question whether
+the key opens the account (an answer is a list object, `{"object": "list", "data": [...]}`).
 
 Plain values in and out; no Django here.
 """
@@ -67,3 +70,48 @@ def retrieve_session(
     if body.get("id") != session_id or status not in ("open", COMPLETE, "expired"):
         raise StripeError("Stripe's answer is not this Checkout Session")
     return SessionStatus(status=status, payment_status=str(body.get("payment_status") or ""))
+
+
+class StripeKeyRefused(StripeError):
+    """Stripe refused the key: 401 (invalid key) or 403 (a restricted key without the right)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"Stripe refused the API key: HTTP {status}")
+        self.status = status
+
+
+def check_key(
+    secret_key: str,
+    *,
+    base_url: str = API_BASE,
+    timeout: float,
+    session: requests.Session | None = None,
+) -> int:
+    """Whether the key may read Checkout Sessions: lists one; the number listed (0 or 1).
+    StripeKeyRefused for a refused key, StripeError when Stripe cannot answer in `timeout`."""
+    url = f"{base_url.rstrip('/')}/v1/checkout/sessions"
+    http = session or requests
+    try:
+        response = http.get(
+            url,
+            params={"limit": 1},
+            headers={"Authorization": f"Bearer {secret_key}"},
+            timeout=timeout,
+        )
+    except requests.RequestException as err:
+        raise StripeError(f"Stripe unreachable: {type(err).__name__}") from err
+    if response.status_code in (401, 403):
+        raise StripeKeyRefused(response.status_code)
+    if response.status_code != 200:
+        raise StripeError(f"Stripe answered HTTP {response.status_code}")
+    try:
+        body = response.json()
+    except ValueError as err:
+        raise StripeError("Stripe answered without JSON") from err
+    if (
+        not isinstance(body, dict)
+        or body.get("object") != "list"
+        or not isinstance(body.get("data"), list)
+    ):
+        raise StripeError("Stripe's answer is not a list of Checkout Sessions")
+    return len(body["data"])

@@ -1,4 +1,5 @@
-"""The connections the merchant sets up on the set-up page (Shopify app, Google Ads sign-in).
+"""The connections the merchant sets up on the set-up page (Shopify app, Google Ads sign-in,
+Stripe).
 
 Secrets are stored sealed (automation.secret_box), never as plain text; an environment variable
 of the same name wins over every field here (automation.connections decides).
@@ -23,6 +24,23 @@ class ConnectionSettings(SingletonSettings):
         blank=True,
         editable=False,
         help_text=_("The app's client secret, encrypted."),
+    )
+    shopify_admin_token_sealed = models.TextField(
+        blank=True,
+        editable=False,
+        help_text=_(
+            "The Admin API token (shpat_...) of an app made in the Shopify admin, encrypted."
+        ),
+    )
+    stripe_api_key_sealed = models.TextField(
+        blank=True,
+        editable=False,
+        help_text=_("Stripe's secret or restricted API key (sk_... or rk_...), encrypted."),
+    )
+    stripe_webhook_secret_sealed = models.TextField(
+        blank=True,
+        editable=False,
+        help_text=_("The signing secret (whsec_...) of the Stripe webhook endpoint, encrypted."),
     )
     google_ads_developer_token_sealed = models.TextField(
         blank=True,

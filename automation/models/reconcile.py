@@ -18,7 +18,7 @@ class ReconcileRun(models.Model):
         OK = "ok", _("ok")
         CORRECTED = "corrected", _("ok, with corrections")
         ERRORS = "errors", _("errors")
-        NOT_CONFIGURED = "not_configured", _("not configured (no SHOPIFY_ADMIN_TOKEN)")
+        NOT_CONFIGURED = "not_configured", _("not configured (no Admin API access)")
 
     local_date = models.DateField(
         verbose_name=_("local date"), help_text=_("The date in the shop's time zone.")

@@ -113,9 +113,10 @@ def shopify() -> Section:
         section.lack(
             _(
                 "Admin API access is missing: enter the client id and client secret of the "
-                "app from Shopify's Dev Dashboard below (or set SHOPIFY_CLIENT_ID and "
-                "SHOPIFY_CLIENT_SECRET, or SHOPIFY_ADMIN_TOKEN for older apps). Without it "
-                "there is no nightly stock check and no product search."
+                "app from Shopify's Dev Dashboard below, or the Admin API access token "
+                "(shpat_...) of an app created in the Shopify admin (or set SHOPIFY_CLIENT_ID "
+                "and SHOPIFY_CLIENT_SECRET, or SHOPIFY_ADMIN_TOKEN). Without it there is no "
+                "nightly stock check and no product search."
             ),
             Light.YELLOW,
         )
@@ -295,26 +296,42 @@ def notifications(show_addresses: bool) -> Section:
 
 
 def stripe() -> Section:
-    """The signing secret and the last event that arrived."""
+    """The signing secret, the API key (asked whether a buyer paid meanwhile) and the last
+    event that arrived."""
     section = Section("stripe", _("Stripe"))
-    secrets = settings.STRIPE_WEBHOOK_SECRETS
+    secrets = connections.stripe_webhook_secrets()
     section.facts.append((_("Webhook signing secret"), is_set(secrets)))
     section.facts.append((_("Last event received"), last_delivery(Delivery.Source.STRIPE)))
     if not secrets:
         section.lack(
             _(
-                "Not set up (only needed if customers pay through Stripe Checkout): set "
-                "STRIPE_WEBHOOK_SECRETS to the endpoint's signing secret (whsec_...)."
+                "Not set up (only needed if customers pay through Stripe Checkout): enter the "
+                "endpoint's signing secret (whsec_...) below, or set STRIPE_WEBHOOK_SECRETS."
             ),
             Light.YELLOW,
         )
-    elif not Delivery.objects.filter(source=Delivery.Source.STRIPE).exists():
+        return section
+    if not connections.current().stripe_api_key:
+        section.lack(
+            _(
+                "The Stripe API key is missing: enter a secret or restricted key (sk_... or "
+                "rk_...) below, or set STRIPE_API_KEY. Without it no reminder goes out for a "
+                "Stripe checkout, since nobody can ask Stripe whether the buyer paid meanwhile."
+            ),
+            Light.YELLOW,
+        )
+    if not Delivery.objects.filter(source=Delivery.Source.STRIPE).exists():
         section.lack(
             _("No event has arrived yet: check that the endpoint in Stripe points to %(url)s.")
-            % {"url": f"{settings.PUBLIC_BASE_URL}{reverse('stripe-webhook')}"},
+            % {"url": stripe_webhook_url()},
             Light.YELLOW,
         )
     return section
+
+
+def stripe_webhook_url() -> str:
+    """Where the Stripe endpoint must point: our public address of the Stripe intake."""
+    return f"{settings.PUBLIC_BASE_URL}{reverse('stripe-webhook')}"
 
 
 def is_local(url: str) -> bool:

@@ -22,6 +22,7 @@ from django.utils import formats
 from django.utils.translation import gettext as _
 
 from ..adapters.shopify_admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
+from ..adapters.stripe_checkout import StripeError, StripeKeyRefused
 from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from ..masking import mask_secrets
 
@@ -174,6 +175,35 @@ def mail_sentence(kind: Kind) -> str:
     )
 
 
+def stripe_kind(err: StripeError) -> Kind:
+    """The kind of a Stripe failure: a refused key, no answer in time, or anything else."""
+    if isinstance(err, StripeKeyRefused):
+        return Kind.UNAUTHORISED
+    if isinstance(err.__cause__, requests.Timeout):
+        return Kind.TIMEOUT
+    return Kind.OTHER
+
+
+def stripe_sentence(err: StripeError, kind: Kind) -> str:
+    if kind is Kind.UNAUTHORISED and isinstance(err, StripeKeyRefused) and err.status == 403:
+        return _(
+            "Stripe accepts the key but it may not read Checkout Sessions: give the restricted "
+            "key the permission “Checkout Sessions: Read” in the Stripe Dashboard."
+        )
+    return {
+        Kind.UNAUTHORISED: _(
+            "Stripe refused the API key (wrong, revoked or from another account): check the "
+            "key in the Stripe Dashboard under Developers → API keys."
+        ),
+        Kind.TIMEOUT: _("Stripe did not answer within %(seconds)s seconds: try again in a minute.")
+        % _seconds(),
+        Kind.OTHER: _(
+            "Stripe could not be reached or answered with an error; the details are in the "
+            "service's log."
+        ),
+    }.get(kind, "")
+
+
 def explain(err: Exception) -> str:
     """A German sentence (through the catalogue) for the failure of a test, a picker or an Ads
     change made from a page; the vendor's own text is logged, masked, and never shown."""
@@ -185,6 +215,10 @@ def explain(err: Exception) -> str:
         kind = ads_kind(err)
         _log("Google Ads", kind, err)
         return ads_sentence(err, kind)
+    if isinstance(err, StripeError):
+        kind = stripe_kind(err)
+        _log("Stripe", kind, err)
+        return stripe_sentence(err, kind)
     if isinstance(err, ImproperlyConfigured):  # our own text, naming the setting
         return _("A setting is missing or wrong (%(detail)s).") % {"detail": mask_secrets(str(err))}
     if isinstance(err, smtplib.SMTPException | OSError):

@@ -15,7 +15,7 @@ from django.core.mail import EmailMessage, get_connection
 from django.utils.translation import gettext as _
 
 from .. import ads, connections, reconcile, shopify_access
-from ..adapters import google_ads
+from ..adapters import google_ads, stripe_checkout
 from ..models import AdGroup
 from ..stock.selectors import ad_group_label
 from .failures import explain
@@ -144,6 +144,23 @@ def try_google_ads() -> Probe:
     except Exception as err:  # noqa: BLE001
         return Probe(False, explain(err))
     return probe
+
+
+# --- Stripe --------------------------------------------------------------------------------
+
+
+def try_stripe() -> Probe:
+    """List one Checkout Session with the key in force: the read a reminder's paid check needs."""
+    key = connections.current().stripe_api_key.value
+    if not key:
+        return Probe(False, _("No Stripe API key is set (see above)."))
+    try:
+        stripe_checkout.check_key(
+            key, base_url=settings.STRIPE_API_URL, timeout=settings.VENDOR_INTERACTIVE_TIMEOUT
+        )
+    except Exception as err:  # noqa: BLE001 (every failure becomes a sentence, never a 500)
+        return Probe(False, explain(err))
+    return Probe(True, _("Connected to Stripe: the API key may read Checkout Sessions."))
 
 
 # --- E-mail --------------------------------------------------------------------------------

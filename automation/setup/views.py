@@ -26,8 +26,10 @@ ACTIONS: dict[str, tuple[str, Callable[[HttpRequest], probes.Probe | HttpRespons
     "shopify_webhooks": ("shopify", lambda request: probes.set_up_webhooks()),
     "google_ads_test": ("google_ads", lambda request: probes.try_google_ads()),
     "email_test": ("email", lambda request: probes.send_test_mail(request.user.email)),
+    "stripe_test": ("stripe", lambda request: probes.try_stripe()),
     "shopify_save": ("shopify", lambda request: _save(request, "shopify")),
     "google_ads_save": ("google_ads", lambda request: _save(request, "google_ads")),
+    "stripe_save": ("stripe", lambda request: _save(request, "stripe")),
     "google_connect": ("google_ads", lambda request: _start_google_sign_in(request)),
     "google_ads_accounts": ("google_ads", lambda request: google_sign_in.accounts()),
     "google_ads_account": (
@@ -100,6 +102,7 @@ def setup(request: HttpRequest) -> HttpResponse:
         "webhooks_managed_here": _webhooks_managed_here(),
         "google_redirect_uri": google_sign_in.redirect_uri(),
         "shopify_webhook_url": reconcile.callback_url(),
+        "stripe_webhook_url": checks.stripe_webhook_url(),
     }
     return render(request, "admin/setup.html", context)
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
+from .. import connections
 from ..exceptions import StripeSignatureInvalid
 from . import Incoming, header, load_body, read_body
 
@@ -44,9 +45,11 @@ def parse_signature_header(header: str) -> tuple[int, list[str]]:
 def verify(request: HttpRequest, now: float | None = None) -> Incoming:
     """Accept when any v1 matches any secret and the timestamp is within the tolerance."""
     body = read_body(request)
-    secrets = settings.STRIPE_WEBHOOK_SECRETS
+    secrets = connections.stripe_webhook_secrets()
     if not secrets:
-        raise ImproperlyConfigured("set STRIPE_WEBHOOK_SECRETS")
+        raise ImproperlyConfigured(
+            "set STRIPE_WEBHOOK_SECRETS or enter the signing secret on the set-up page"
+        )
     signature = header(request, "Stripe-Signature")
     if not signature:
         raise StripeSignatureInvalid("missing Stripe-Signature header")

@@ -10,6 +10,10 @@ the Checkout Session object (https://docs.stripe.com/api/checkout/sessions/retri
 Stripe's own published fixture (tests/fixtures/stripe/checkout_session.json, from stripe/openapi)
 with its `id`, `status` and `payment_status` set; a wrong key gets Stripe's 401 with an
 `invalid_request_error` (https://docs.stripe.com/api/errors, https://docs.stripe.com/api/authentication).
+`GET /v1/checkout/sessions?limit=N` lists the completed sessions, newest first, at most N, as
+Stripe's list object `{"object": "list", "url": "/v1/checkout/sessions", "has_more": ..., "data":
+[...]}` (https://docs.stripe.com/api/checkout/sessions/list, https://docs.stripe.com/api/pagination):
+the set-up page's "Test connection".
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from tests.shopify_standin import TOKEN, ShopifyStandIn, serve_on_own_server
 STRIPE_KEY = "sk_test_standin"  # noqa: S105 (a stand-in's key, not a secret)
 SESSION_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/stripe/checkout_session.json"
 SESSION_PATH = re.compile(r"^/v1/checkout/sessions/(?P<id>[^/]+)$")
+SESSIONS_PATH = "/v1/checkout/sessions"
 
 
 @dataclass
@@ -53,6 +58,7 @@ class StripeStandIn:
 
     def install(self, server: Any) -> str:
         server.expect_request(SESSION_PATH, method="GET").respond_with_handler(self.handle)
+        server.expect_request(SESSIONS_PATH, method="GET").respond_with_handler(self.handle)
         return server.url_for("/").rstrip("/")
 
     def serve(self, host: str = "127.0.0.1") -> contextlib.AbstractContextManager[str]:
@@ -61,14 +67,17 @@ class StripeStandIn:
 
     def handle(self, request: Request) -> Response:
         with self._lock:
-            session_id = SESSION_PATH.match(request.path)["id"]
-            self.requests.append(session_id)
+            listing = request.path == SESSIONS_PATH
+            session_id = "" if listing else SESSION_PATH.match(request.path)["id"]
+            self.requests.append(request.full_path if listing else session_id)
             if self.script:
                 status = self.script.pop(0)
                 return _json({"error": {"type": "api_error", "message": "stand-in"}}, status)
             if request.headers.get("Authorization") != f"Bearer {self.key}":
                 error = {"type": "invalid_request_error", "message": "Invalid API Key provided"}
                 return _json({"error": error}, 401)
+            if listing:
+                return self._list(int(request.args.get("limit", 10)))
             status, payment_status = self.sessions.get(session_id, ("expired", "unpaid"))
             body = {
                 **self._object,
@@ -77,6 +86,19 @@ class StripeStandIn:
                 "payment_status": payment_status,
             }
             return _json(body)
+
+    def _list(self, limit: int) -> Response:
+        completed = [
+            {**self._object, "id": session_id, "status": status, "payment_status": payment}
+            for session_id, (status, payment) in reversed(self.sessions.items())
+        ]
+        body = {
+            "object": "list",
+            "url": SESSIONS_PATH,
+            "has_more": len(completed) > limit,
+            "data": completed[:limit],
+        }
+        return _json(body)
 
 
 def _json(body: Any, status: int = 200) -> Response:

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, DjangoHelpFor
 from django.urls import reverse
 from django.utils import timezone
 
+from automation import connections
 from automation.sources import load_body, shopify, stripe
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -127,9 +128,12 @@ class Command(BaseCommand):
             raise CommandError(f"the intake answered {response.status_code}")
 
     def shopify_request(self, topic: str, body: bytes, options: dict) -> tuple[str, dict]:
-        secret = options["secret"] or next(iter(settings.SHOPIFY_WEBHOOK_SECRETS), None)
+        secret = options["secret"] or next(iter(connections.shopify_webhook_secrets()), None)
         if not secret:
-            raise CommandError("no secret: pass --secret or set SHOPIFY_WEBHOOK_SECRETS")
+            raise CommandError(
+                "no secret: pass --secret, set SHOPIFY_WEBHOOK_SECRETS or enter the app's "
+                "client secret on the set-up page"
+            )
         shop = options["shop"] or next(iter(settings.SHOPIFY_SHOP_DOMAINS), "")
         headers = {
             "Content-Type": "application/json",
@@ -145,9 +149,12 @@ class Command(BaseCommand):
         return url, headers
 
     def stripe_request(self, body: bytes, options: dict) -> tuple[str, bytes, dict]:
-        secret = options["secret"] or next(iter(settings.STRIPE_WEBHOOK_SECRETS), None)
+        secret = options["secret"] or next(iter(connections.stripe_webhook_secrets()), None)
         if not secret:
-            raise CommandError("no secret: pass --secret or set STRIPE_WEBHOOK_SECRETS")
+            raise CommandError(
+                "no secret: pass --secret, set STRIPE_WEBHOOK_SECRETS or enter the signing "
+                "secret on the set-up page"
+            )
         payload = load_body(body)
         payload["id"] = options["event_id"] or f"evt_test_{uuid.uuid4().hex}"
         body = json.dumps(payload, ensure_ascii=False).encode()
