@@ -177,6 +177,12 @@ TEMPLATES = {
     "choice_plain": _("plain: ΔE %(plain)s ≥ discount %(discount)s"),
     "choice_none": _("none: plain ΔE %(plain)s and discount ΔE %(discount)s ≤ 0"),
     "no_reason_given": _("no reason given"),
+    "no_discount_code": _("no discount code configured"),
+    "recent_discount": ngettext_lazy(
+        "address got a discount within %(days)d day",
+        "address got a discount within %(days)d days",
+        "days",
+    ),
     "frequency_capped": ngettext_lazy(
         "address got a reminder within %(days)d day",
         "address got a reminder within %(days)d days",
@@ -184,7 +190,7 @@ TEMPLATES = {
     ),
 }
 # Codes whose text depends on a count, and the parameter that holds it.
-PLURALS = {"frequency_capped": "days"}
+PLURALS = {"frequency_capped": "days", "recent_discount": "days"}
 # Codes that join their `parts` (notes or text) with "; ".
 JOINED = "joined"
 
@@ -280,7 +286,14 @@ def reason_shown(row: object) -> str:
 # --- values ---------------------------------------------------------------------------------
 
 
+def restored(stored: Mapping) -> Note:
+    """A stored note as a Note again, to wrap it in another (a held change's reason)."""
+    return Note(str(stored["code"]), dict(stored.get("params") or {}))
+
+
 def _dump(value: object) -> object:
+    if isinstance(value, Mapping) and value.keys() & {"$note", "$time", "$decimal"}:
+        return dict(value)  # stored already (a restored note's values)
     if isinstance(value, Note):
         return {"$note": value.stored()}
     if isinstance(value, datetime):
