@@ -22,8 +22,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
-from django.utils.translation import gettext
-from django.utils.translation import gettext_lazy as _
 
 from . import claims, paid_check, reminder_mail, suppression
 from .addresses import address_key
@@ -72,7 +70,6 @@ INVALID_EMAIL = note("invalid_email")
 # The skip reason of a checkout that came without an address (from Shopify: most likely no
 # access to protected customer data); the notice bar looks for it (automation/notices.py).
 NO_ADDRESS = note("no_address")
-RECOVERY_LINK_NOT_ALLOWED = _("recovery link not allowed")
 # Shopify served every checkout on checkout.shopify.com until July 2017, and on the domain the
 # buyer shops on since: "the new format will be https://#{shop_domain}/#{shop.id}/checkouts/
 # #{checkout.token}. If the merchant forces redirects to their primary shop domain, then all
@@ -417,7 +414,7 @@ def recovery_link_hosts(checkout: CheckoutState) -> frozenset[str]:
     return frozenset(own | (shops - {""}) | SHOPIFY_CHECKOUT_HOSTS)
 
 
-def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
+def recovery_link_problem(url: str, hosts: frozenset[str]) -> Note | str:
     """Why `url` may not go into a mail, or "" when it may.
 
     Only an https link to one of `hosts`, without a user name or another port: a body is
@@ -426,30 +423,30 @@ def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
     (its key opens the buyer's checkout).
     """
     if not url.isascii() or any(not ch.isprintable() or ch in " \\" for ch in url):
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("characters a link does not have")
+        return _link_refused(note("link_characters"))
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("not a URL")
+        return _link_refused(note("link_not_url"))
     if parts.scheme != "https":
         named = re.fullmatch(r"[a-z][a-z0-9+.-]{0,15}", parts.scheme)
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + (
-            gettext("%(scheme)s: is not https") % {"scheme": parts.scheme}
-            if named
-            else gettext("not an https link")
+        return _link_refused(
+            note("link_scheme", scheme=parts.scheme) if named else note("link_not_https")
         )
     if "@" in parts.netloc:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("a user name before the host")
+        return _link_refused(note("link_user_name"))
     if port not in (None, 443):
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("port %(port)s") % {"port": port}
+        return _link_refused(note("link_port", port=port))
     if not parts.hostname:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("no host")
+        return _link_refused(note("link_no_host"))
     if parts.hostname not in hosts:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("host %(host)s is not the shop's") % {
-            "host": parts.hostname[:100]
-        }
+        return _link_refused(note("link_other_host", host=parts.hostname[:100]))
     return ""
+
+
+def _link_refused(why: Note) -> Note:
+    return note("recovery_link_not_allowed", why=why)
 
 
 def suppressed_reason(reason: str) -> Note:
@@ -653,7 +650,7 @@ def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True)
         return "none"
     paid = paid_check.ask(checkout)
     if paid.paid == paid_check.Paid.UNKNOWN and paid.retry and not final_attempt:
-        raise paid_check.PaidUnknown(paid.reason)
+        raise paid_check.PaidUnknown(str(paid.reason))
     if paid.paid != paid_check.Paid.NO:
         _record(
             checkout,

@@ -183,6 +183,28 @@ TEMPLATES = {
         "address got a discount within %(days)d days",
         "days",
     ),
+    "recovery_link_not_allowed": _("recovery link not allowed: %(why)s"),
+    "link_characters": _("characters a link does not have"),
+    "link_not_url": _("not a URL"),
+    "link_scheme": _("%(scheme)s: is not https"),
+    "link_not_https": _("not an https link"),
+    "link_user_name": _("a user name before the host"),
+    "link_port": _("port %(port)s"),
+    "link_no_host": _("no host"),
+    "link_other_host": _("host %(host)s is not the shop's"),
+    "paid_cannot_ask": _(
+        "not sent: cannot ask %(vendor)s whether the buyer paid meanwhile (%(why)s)"
+    ),
+    "paid_failed": _(
+        "not sent: %(vendor)s could not say whether the buyer paid meanwhile (%(error)s)"
+    ),
+    "paid_no_admin_access": _("no Admin API access: set %(settings)s"),
+    "paid_other_shop": _("our Admin API access is for %(ours)s, not %(shop)s"),
+    "paid_set_stripe_key": _("set STRIPE_API_KEY"),
+    "paid_shopify_order": _("bought meanwhile: Shopify has order %(order)s"),
+    "paid_stripe_complete": _(
+        "bought meanwhile: Stripe reports the session complete (payment %(payment)s)"
+    ),
     "frequency_capped": ngettext_lazy(
         "address got a reminder within %(days)d day",
         "address got a reminder within %(days)d days",

@@ -183,6 +183,11 @@ def test_a_held_change_stores_its_code_and_shows_german(admin_client):
         "/admin/automation/adgroupaction/?result__exact=held", HTTP_ACCEPT_LANGUAGE="de"
     ).content.decode()
     assert "(zurückgehalten: Notbremse)" in page and "held: safety brake" not in page
+    # And so does the page that asks before applying them
+    page = admin_client.get(
+        "/admin/automation/heldchange/apply-all/", HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    assert "Kerze 0: Bestand 0 ≤ 0" in page and "available" not in page
 
 
 def test_the_api_keeps_english_reasons_beside_the_shown_ones(admin_client):
