@@ -187,7 +187,8 @@ def test_a_held_change_stores_its_code_and_shows_german(admin_client):
     page = admin_client.get(
         "/admin/automation/heldchange/apply-all/", HTTP_ACCEPT_LANGUAGE="de"
     ).content.decode()
-    assert "Kerze 0: Bestand 0 ≤ 0" in page and "available" not in page
+    assert f": {held[0].reason_note['params']['label']}: Bestand 0 ≤ 0" in page
+    assert "available" not in page
 
 
 def test_the_api_keeps_english_reasons_beside_the_shown_ones(admin_client):
