@@ -22,6 +22,7 @@ from automation.decisions import (
     choose_reminder,
 )
 from automation.models import (
+    AdGroup,
     AdGroupAction,
     BrakeEpisode,
     CheckoutState,
@@ -29,6 +30,7 @@ from automation.models import (
     ReminderSettings,
 )
 from automation.sources.shopify_inventory import LevelUpdate
+from automation.stock import manual
 from tests.support.brake import sell_out_burst
 from tests.support.levels import apply_level
 from tests.support.watching import watch
@@ -198,3 +200,29 @@ def test_the_api_keeps_english_reasons_beside_the_shown_ones(admin_client):
     (row,) = body["results"] if isinstance(body, dict) else body
     assert row["reason"] == "no marketing consent (UWG §7)"
     assert row["reason_shown"] != row["reason"] and "§7" in row["reason_shown"]
+
+
+def test_a_manual_pause_and_its_release_store_who_and_why(admin_user):
+    # Given Winterzauber in stock, paused by hand with the merchant's reason
+    watch(808950810, "555", customer_id="1234567890")
+    in_stock = LevelUpdate(808950810, 24826418, 12, datetime(2026, 11, 26, 10, tzinfo=UTC))
+    apply_level(in_stock, source=AdGroupAction.Source.WEBHOOK)
+    group = AdGroup.objects.get(ad_group_id="555")
+    manual.set_manual(group, "PAUSED", "Fotoshooting", admin_user)
+    paused = AdGroupAction.objects.get(source="manual")
+    # Then the action keeps the code, who and the merchant's own words
+    assert paused.reason_note == {
+        "code": "rule_manual_paused",
+        "params": {"who": admin_user.get_username(), "why": "Fotoshooting"},
+    }
+    with translation.override("de"):
+        assert notes.reason_shown(paused).endswith(": Fotoshooting")
+        assert "manually" not in notes.reason_shown(paused)
+    # And the release names who released it, around the rule's own reason
+    group.refresh_from_db()
+    manual.release_manual(group, admin_user)
+    released = AdGroupAction.objects.order_by("-pk").first()
+    assert released.reason_note["code"] == "manual_released"
+    assert released.reason_note["params"]["who"] == admin_user.get_username()
+    assert released.reason_note["params"]["reason"]["$note"]["code"] == "rule_in_stock"
+    assert released.reason.startswith(f"manual control released by {admin_user.get_username()}.")
