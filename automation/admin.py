@@ -80,6 +80,18 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ReasonShownMixin:
+    """A row's reason in the reader's language, in the list and on the (read-only) page: the
+    stored text is English, its note is rendered when shown."""
+
+    exclude = ("reason", "reason_note")
+    readonly_fields = ("reason_shown",)
+
+    @admin.display(description=_("reason"), ordering="reason")
+    def reason_shown(self, obj: models.Model) -> str:
+        return notes.reason_shown(obj)
+
+
 class SingletonSettingsAdmin(admin.ModelAdmin):
     """A settings model with one row (`SingletonSettings`): the list view goes straight to it,
     and it can be neither added twice nor deleted."""
@@ -299,7 +311,7 @@ def _ad_group_text(group: AdGroup, product: WatchedProduct | None) -> str:
 
 def _dry_run(text: str, done: apply.Settled) -> str:
     if settings.ADS_BACKEND == "dryrun" and done.status is not None and done.error is None:
-        return f"{text} – {_('dry run: not sent to Google Ads')}"
+        return str(notes.note("dry_run_not_sent", reason=text))
     return text
 
 
@@ -822,14 +834,14 @@ class VariantAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AdGroupAction)
-class AdGroupActionAdmin(ReadOnlyAdmin):
+class AdGroupActionAdmin(ReasonShownMixin, ReadOnlyAdmin):
     list_display = (
         "requested_at",
         "ad_group",
         "desired_status",
         "result",
         "source",
-        "reason",
+        "reason_shown",
         "delivery",
         "applied_at",
     )
@@ -1139,12 +1151,12 @@ class MarginRuleAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReminderDecision)
-class ReminderDecisionAdmin(ReadOnlyAdmin):
+class ReminderDecisionAdmin(ReasonShownMixin, ReadOnlyAdmin):
     list_display = (
         "decided_at",
         "masked_email",
         "arm",
-        "reason",
+        "reason_shown",
         "margin",
         "delta_plain",
         "delta_discount",
@@ -1385,7 +1397,7 @@ class BrakeSettingsAdmin(SingletonSettingsAdmin):
 
 
 @admin.register(HeldChange)
-class HeldChangeAdmin(ReadOnlyAdmin):
+class HeldChangeAdmin(ReasonShownMixin, ReadOnlyAdmin):
     """Pauses the brake held, with "apply all" and "discard all" for the open ones."""
 
     change_list_template = "admin/automation/heldchange/change_list.html"
@@ -1393,7 +1405,7 @@ class HeldChangeAdmin(ReadOnlyAdmin):
         "held_at",
         "ad_group",
         "desired_status",
-        "reason",
+        "reason_shown",
         "resolution",
         "resolved_by",
         "resolved_at",

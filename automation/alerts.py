@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext, ngettext
 
-from . import reminder_mail
+from . import notes, reminder_mail
 from .models import AdGroup, AlertSlot, BrakeEpisode, Delivery, Promotion, WatchedProduct
 
 logger = logging.getLogger(__name__)
@@ -311,7 +311,7 @@ def brake_engaged(episode_id: int) -> None:
         "%(url)s\n"
     ) % {
         "when": _local(episode.started_at),
-        "reason": episode.reason,
+        "reason": notes.reason_shown(episode),
         "url": f"{settings.PUBLIC_BASE_URL}{path}",
     }
     send(gettext("[Elbkerzen] Safety brake: pauses held"), body)

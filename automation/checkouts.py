@@ -22,8 +22,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
-from django.utils.translation import gettext, ngettext
-from django.utils.translation import gettext_lazy as _
 
 from . import claims, paid_check, reminder_mail, scheduling, suppression
 from .addresses import address_key
@@ -49,7 +47,7 @@ from .decisions import (
 from .handling import Outcome, handles
 from .models import CheckoutState, Delivery, ReminderDecision, ReminderSettings, SuppressedAddress
 from .models import MarginRule as MarginRuleRow
-from .notes import Note, join, note
+from .notes import TEMPLATES, Note, join, note, reason_fields
 from .privacy import (
     customer_id_ref,
     customer_refs,
@@ -67,11 +65,10 @@ Arm = ReminderDecision.Arm
 CHECKOUT_CLAIM_TTL = timedelta(days=30)
 # The skip reason of a checkout whose address does not normalise (automation/addresses.py).
 # Reasons are stored in the active language: the shop's (LANGUAGE_CODE) in the worker.
-INVALID_EMAIL = _("invalid e-mail")
+INVALID_EMAIL = note("invalid_email")
 # The skip reason of a checkout that came without an address (from Shopify: most likely no
 # access to protected customer data); the notice bar looks for it (automation/notices.py).
-NO_ADDRESS = _("no e-mail address")
-RECOVERY_LINK_NOT_ALLOWED = _("recovery link not allowed")
+NO_ADDRESS = note("no_address")
 # Shopify served every checkout on checkout.shopify.com until July 2017, and on the domain the
 # buyer shops on since: "the new format will be https://#{shop_domain}/#{shop.id}/checkouts/
 # #{checkout.token}. If the merchant forces redirects to their primary shop domain, then all
@@ -408,26 +405,22 @@ def address_claimed(email: str) -> bool:
     )
 
 
-CLAIM_TAKEN = _("claim for this checkout already taken")
+CLAIM_TAKEN = note("claim_taken")
 # Stored as the decision's reason when production has no mail server.
-NO_MAIL_SERVER = _("no mail server configured")
+NO_MAIL_SERVER = note("no_mail_server")
 # Stored as the decision's reason while the reminder settings have no imprint (Impressum).
-IMPRINT_MISSING = _("imprint missing")
+IMPRINT_MISSING = note("imprint_missing")
 
 
-def holdout_reason(config: ReminderSettings, would_send: str) -> str:
+def holdout_reason(config: ReminderSettings, would_send: str) -> Note:
     """Why a checkout that would have got a reminder got none: it was drawn for the holdout."""
-    share = f"{config.holdout_share:.0%}"
-    return f"holdout: drawn for the control group ({share}); would have sent {would_send}"
+    share = (config.holdout_share * 100).quantize(Decimal(1))
+    arm = f"arm_{would_send}"
+    return note("holdout_drawn", share=share, arm=note(arm) if arm in TEMPLATES else would_send)
 
 
-def frequency_capped(config: ReminderSettings) -> str:
-    days = config.frequency_cap_days
-    return ngettext(
-        "address got a reminder within %(days)d day",
-        "address got a reminder within %(days)d days",
-        days,
-    ) % {"days": days}
+def frequency_capped(config: ReminderSettings) -> Note:
+    return note("frequency_capped", days=config.frequency_cap_days)
 
 
 def recovery_link_hosts(checkout: CheckoutState) -> frozenset[str]:
@@ -439,7 +432,7 @@ def recovery_link_hosts(checkout: CheckoutState) -> frozenset[str]:
     return frozenset(own | (shops - {""}) | SHOPIFY_CHECKOUT_HOSTS)
 
 
-def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
+def recovery_link_problem(url: str, hosts: frozenset[str]) -> Note | str:
     """Why `url` may not go into a mail, or "" when it may.
 
     Only an https link to one of `hosts`, without a user name or another port: a body is
@@ -448,52 +441,52 @@ def recovery_link_problem(url: str, hosts: frozenset[str]) -> str:
     (its key opens the buyer's checkout).
     """
     if not url.isascii() or any(not ch.isprintable() or ch in " \\" for ch in url):
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("characters a link does not have")
+        return _link_refused(note("link_characters"))
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("not a URL")
+        return _link_refused(note("link_not_url"))
     if parts.scheme != "https":
         named = re.fullmatch(r"[a-z][a-z0-9+.-]{0,15}", parts.scheme)
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + (
-            gettext("%(scheme)s: is not https") % {"scheme": parts.scheme}
-            if named
-            else gettext("not an https link")
+        return _link_refused(
+            note("link_scheme", scheme=parts.scheme) if named else note("link_not_https")
         )
     if "@" in parts.netloc:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("a user name before the host")
+        return _link_refused(note("link_user_name"))
     if port not in (None, 443):
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("port %(port)s") % {"port": port}
+        return _link_refused(note("link_port", port=port))
     if not parts.hostname:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("no host")
+        return _link_refused(note("link_no_host"))
     if parts.hostname not in hosts:
-        return f"{RECOVERY_LINK_NOT_ALLOWED}: " + gettext("host %(host)s is not the shop's") % {
-            "host": parts.hostname[:100]
-        }
+        return _link_refused(note("link_other_host", host=parts.hostname[:100]))
     return ""
 
 
-def suppressed_reason(reason: str) -> str:
+def _link_refused(why: Note) -> Note:
+    return note("recovery_link_not_allowed", why=why)
+
+
+def suppressed_reason(reason: str) -> Note:
     """The decision's reason for an address on the suppression list, by why it is there."""
     if reason == SuppressedAddress.Reason.HARD_BOUNCE:
-        return gettext("address bounced for good (reported by the mail service)")
+        return note("address_bounced")
     if reason == SuppressedAddress.Reason.SPAM_COMPLAINT:
-        return gettext("address marked the mail as spam (reported by the mail service)")
-    return gettext("address unsubscribed")
+        return note("address_complained")
+    return note("address_unsubscribed")
 
 
-def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
+def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> Note | str:
     """Why this checkout gets no reminder at all, or "" when it may get one."""
     if checkout.completed_at:
-        return gettext("checkout completed")
+        return note("checkout_completed_skip")
     if not checkout.email:
-        return str(NO_ADDRESS)
+        return NO_ADDRESS
     key = address_key(checkout.email)
     if key is None:  # stored before addresses were normalised at the edge
         return INVALID_EMAIL
     if not checkout.accepts_marketing:
-        return gettext("no marketing consent (UWG §7)")
+        return note("no_marketing_consent")
     if (suppressed := suppression.reason_for(key)) is not None:
         return suppressed_reason(suppressed)
     if address_claimed(key):
@@ -501,7 +494,7 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     if claims.is_claimed(checkout_claim_key(checkout)):
         return CLAIM_TAKEN
     if not checkout.recovery_url:
-        return gettext("no recovery link")
+        return note("no_recovery_link")
     if problem := recovery_link_problem(checkout.recovery_url, recovery_link_hosts(checkout)):
         return problem
     if reminder_mail.mail_server_problem():
@@ -511,7 +504,7 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> str:
     return ""
 
 
-def _discount_block(checkout: CheckoutState, config: ReminderSettings) -> str:
+def _discount_block(checkout: CheckoutState, config: ReminderSettings) -> Note | str:
     """Why the discount arm is unavailable, or "" when it may be offered."""
     if not config.discount_code.strip():
         return NO_DISCOUNT_CODE
@@ -631,6 +624,8 @@ def _record(checkout: CheckoutState, *, overwrite: bool, **fields) -> ReminderDe
     """One decision row per checkout version; a later run only overwrites it to send."""
     lookup = {"checkout": checkout, "checkout_version": checkout.updated_at}
     fields.setdefault("email", checkout.email)
+    if "reason" in fields:
+        fields.update(reason_fields(fields.pop("reason")))
     if overwrite:
         decision, _ = ReminderDecision.objects.update_or_create(**lookup, defaults=fields)
     else:
@@ -646,7 +641,7 @@ def _choice_fields(choice: ReminderChoice, inputs: dict) -> dict:
         "delta_plain": choice.delta_plain,
         "delta_discount": choice.delta_discount,
         "arm": choice.arm,
-        "reason": choice.reason[:500],
+        "reason": choice.reason_note or choice.reason,
     }
 
 
@@ -673,7 +668,7 @@ def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True)
         return "none"
     paid = paid_check.ask(checkout)
     if paid.paid == paid_check.Paid.UNKNOWN and paid.retry and not final_attempt:
-        raise paid_check.PaidUnknown(paid.reason)
+        raise paid_check.PaidUnknown(str(paid.reason))
     if paid.paid != paid_check.Paid.NO:
         _record(
             checkout,
@@ -681,7 +676,7 @@ def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True)
             **{
                 **_choice_fields(choice, {**inputs, "would_send": choice.arm}),
                 "arm": Arm.NONE,
-                "reason": paid.reason[:500],
+                "reason": paid.reason,
             },
         )
         return f"skipped: {paid.reason}"

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Literal
 
-from django.utils.formats import number_format
-from django.utils.translation import gettext, ngettext
-from django.utils.translation import gettext_lazy as _
+from .notes import Note, note
 
 DEFAULT_MARGIN_RATE = Decimal("0.40")
 """Margin rate for lines no merchant rule matches (and for baskets without line items)."""
@@ -35,16 +33,12 @@ DEFAULT_P_DISCOUNT = Decimal("0.11")
 DEFAULT_DISCOUNT_RATE = Decimal("0.10")
 """The discount the code gives, as a share of the basket."""
 
-NO_DISCOUNT_CODE = _("no discount code configured")
+NO_DISCOUNT_CODE = note("no_discount_code")
 
 
-def recent_discount(cooldown_days: int) -> str:
+def recent_discount(cooldown_days: int) -> Note:
     """Why the discount arm is closed to an address that got a discount within the cooldown."""
-    return ngettext(
-        "address got a discount within %(days)d day",
-        "address got a discount within %(days)d days",
-        cooldown_days,
-    ) % {"days": cooldown_days}
+    return note("recent_discount", days=cooldown_days)
 
 
 CENT = Decimal("0.01")
@@ -190,6 +184,8 @@ class ReminderChoice:
     delta_discount: Decimal | None
     """None when the discount arm is unavailable."""
     reason: str
+    """In the active language; `reason_note` is what a decision row stores."""
+    reason_note: Note | str = ""
 
 
 def margin_rate_for(
@@ -241,7 +237,7 @@ def choose_reminder(
     *,
     default_rate: Decimal | str,
     discount_available: bool,
-    discount_unavailable_reason: str = "",
+    discount_unavailable_reason: Note | str = "",
 ) -> ReminderChoice:
     """Pick the arm with the larger positive ΔE; ties go to plain, the cheaper one for the shop."""
     p = probabilities
@@ -252,28 +248,31 @@ def choose_reminder(
         expected_gain(p.p_discount, margin, discount_cost, p.p0) if discount_available else None
     )
 
-    def choice(arm: Arm, reason: str) -> ReminderChoice:
-        return ReminderChoice(arm, margin, discount_cost, delta_plain, delta_discount, reason)
-
-    # The reason is written in the active language (the shop's, in the worker: LANGUAGE_CODE).
-    values = {"plain": number_format(delta_plain, 2)}
-    if delta_discount is None:
-        values["why"] = str(discount_unavailable_reason).strip() or gettext("no reason given")
-        if delta_plain > 0:
-            return choice(
-                "plain", gettext("plain: ΔE %(plain)s; discount unavailable (%(why)s)") % values
-            )
-        return choice(
-            "none", gettext("none: plain ΔE %(plain)s ≤ 0; discount unavailable (%(why)s)") % values
+    def choice(arm: Arm, reason: Note) -> ReminderChoice:
+        return ReminderChoice(
+            arm, margin, discount_cost, delta_plain, delta_discount, str(reason), reason
         )
-    values["discount"] = number_format(delta_discount, 2)
+
+    values: dict[str, object] = {"plain": _cents(delta_plain)}
+    if delta_discount is None:
+        why = discount_unavailable_reason
+        if not isinstance(why, Note):
+            why = str(why).strip() or note("no_reason_given")
+        values["why"] = why
+        if delta_plain > 0:
+            return choice("plain", note("choice_plain_no_discount", **values))
+        return choice("none", note("choice_none_no_discount", **values))
+    values["discount"] = _cents(delta_discount)
     if delta_discount > delta_plain and delta_discount > 0:
-        return choice("discount", gettext("discount: ΔE %(discount)s > plain %(plain)s") % values)
+        return choice("discount", note("choice_discount", **values))
     if delta_plain > 0:
-        return choice("plain", gettext("plain: ΔE %(plain)s ≥ discount %(discount)s") % values)
-    return choice(
-        "none", gettext("none: plain ΔE %(plain)s and discount ΔE %(discount)s ≤ 0") % values
-    )
+        return choice("plain", note("choice_plain", **values))
+    return choice("none", note("choice_none", **values))
+
+
+def _cents(gain: Decimal) -> Decimal:
+    """A ΔE as the reason shows it: to the cent."""
+    return gain.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
 # --- measuring what reminders do: the holdout, the rates, which probabilities decide --------

@@ -10,10 +10,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 # What jsonb cannot hold (NUL, lone surrogates): written as escapes, as `inbox.storable` does.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -121,7 +123,96 @@ TEMPLATES = {
     "alerted_already": _("%(note)s; merchant already alerted"),
     "alert_not_sent": _("%(note)s; the alert could not be sent"),
     "alerted": _("%(note)s; merchant alerted"),
+    # why an ad group got its status (automation/stock/rule.py's reasons)
+    "rule_in_stock": _("%(label)s: %(stock)s available > %(level)s"),
+    "rule_sold_out": _("%(label)s: %(stock)s available ≤ %(level)s"),
+    "rule_all_sold_out": _("%(label)s: all variants sold out (%(stock)s available ≤ %(level)s)"),
+    "rule_below_resume": _("%(label)s: %(stock)s available, runs again only above %(level)s"),
+    "rule_product_inactive": _("%(label)s: the product is %(status)s in Shopify"),
+    "rule_untracked": _("%(label)s: Shopify does not track the stock of %(variant)s"),
+    "rule_keeps_selling": _("%(label)s: Shopify keeps selling %(variant)s when it is sold out"),
+    "rule_no_variants": _("%(label)s: no variants known yet"),
+    "rule_stock_unknown": _("%(label)s: no stock known yet"),
+    "rule_stock_partly_unknown": _(
+        "%(label)s: %(stock)s available, no stock known yet for %(unknown)s"
+    ),
+    "rule_manual_paused": _("manually paused by %(who)s: %(why)s"),
+    "rule_manual_enabled": _("manually enabled by %(who)s: %(why)s"),
+    "rule_promotion_ended": _("promotion “%(name)s” ended"),
+    "rule_promotion_not_started": _("promotion “%(name)s” has not started"),
+    "rule_promotion_running": _("promotion “%(name)s” is running"),
+    "rule_not_controlled": _("no watched product or promotion controls it"),
+    "rule_where": _("%(reason)s (%(where)s)"),
+    "product_archived": _("archived"),
+    "product_draft": _("draft"),
+    "product_unlisted": _("unlisted"),
+    # what was sent to Google Ads, and why
+    "ads_drift": _("drift: Google Ads had %(real)s; %(reason)s"),
+    "ads_had": _("Google Ads had %(real)s; %(reason)s"),
+    "manual_released": _("manual control released by %(who)s. %(reason)s"),
+    "held_change_applied": _("held change applied by %(who)s: %(reason)s"),
+    "held_by_brake": _("%(reason)s (held: safety brake)"),
+    "dry_run_not_sent": _("%(reason)s – dry run: not sent to Google Ads"),
+    "brake_engaged": _(
+        "%(sent)s ad groups paused within %(minutes)s minutes; the limit is %(allowed)s "
+        "(%(share)s %% of %(watched)s watched ad groups, at most %(count)s)"
+    ),
+    # why a checkout got the reminder it got, or none
+    "checkout_completed_skip": _("checkout completed"),
+    "no_address": _("no e-mail address"),
+    "no_marketing_consent": _("no marketing consent (UWG §7)"),
+    "address_bounced": _("address bounced for good (reported by the mail service)"),
+    "address_complained": _("address marked the mail as spam (reported by the mail service)"),
+    "address_unsubscribed": _("address unsubscribed"),
+    "claim_taken": _("claim for this checkout already taken"),
+    "no_recovery_link": _("no recovery link"),
+    "no_mail_server": _("no mail server configured"),
+    "imprint_missing": _("imprint missing"),
+    "holdout_drawn": _(
+        "holdout: drawn for the control group (%(share)s %%); would have sent %(arm)s"
+    ),
+    "choice_plain_no_discount": _("plain: ΔE %(plain)s; discount unavailable (%(why)s)"),
+    "choice_none_no_discount": _("none: plain ΔE %(plain)s ≤ 0; discount unavailable (%(why)s)"),
+    "choice_discount": _("discount: ΔE %(discount)s > plain %(plain)s"),
+    "choice_plain": _("plain: ΔE %(plain)s ≥ discount %(discount)s"),
+    "choice_none": _("none: plain ΔE %(plain)s and discount ΔE %(discount)s ≤ 0"),
+    "no_reason_given": _("no reason given"),
+    "no_discount_code": _("no discount code configured"),
+    "recent_discount": ngettext_lazy(
+        "address got a discount within %(days)d day",
+        "address got a discount within %(days)d days",
+        "days",
+    ),
+    "recovery_link_not_allowed": _("recovery link not allowed: %(why)s"),
+    "link_characters": _("characters a link does not have"),
+    "link_not_url": _("not a URL"),
+    "link_scheme": _("%(scheme)s: is not https"),
+    "link_not_https": _("not an https link"),
+    "link_user_name": _("a user name before the host"),
+    "link_port": _("port %(port)s"),
+    "link_no_host": _("no host"),
+    "link_other_host": _("host %(host)s is not the shop's"),
+    "paid_cannot_ask": _(
+        "not sent: cannot ask %(vendor)s whether the buyer paid meanwhile (%(why)s)"
+    ),
+    "paid_failed": _(
+        "not sent: %(vendor)s could not say whether the buyer paid meanwhile (%(error)s)"
+    ),
+    "paid_no_admin_access": _("no Admin API access: set %(settings)s"),
+    "paid_other_shop": _("our Admin API access is for %(ours)s, not %(shop)s"),
+    "paid_set_stripe_key": _("set STRIPE_API_KEY"),
+    "paid_shopify_order": _("bought meanwhile: Shopify has order %(order)s"),
+    "paid_stripe_complete": _(
+        "bought meanwhile: Stripe reports the session complete (payment %(payment)s)"
+    ),
+    "frequency_capped": ngettext_lazy(
+        "address got a reminder within %(days)d day",
+        "address got a reminder within %(days)d days",
+        "days",
+    ),
 }
+# Codes whose text depends on a count, and the parameter that holds it.
+PLURALS = {"frequency_capped": "days", "recent_discount": "days"}
 # Codes that join their `parts` (notes or text) with "; ".
 JOINED = "joined"
 
@@ -190,7 +281,11 @@ def render(stored: Mapping | None, fallback: str = "") -> str:
     if template is None:
         return fallback
     try:
-        return str(template) % {name: _shown(value) for name, value in params.items()}
+        values = {name: _shown(value) for name, value in params.items()}
+        if str(code) in PLURALS:
+            counted = PLURALS[str(code)]
+            return str(template % {**values, counted: int(params[counted])})
+        return str(template) % values
     except (KeyError, TypeError, ValueError):
         return fallback
 
@@ -200,14 +295,33 @@ def shown(stored: Mapping | None, text: str) -> str:
     return render(stored, fallback=text) if stored else text
 
 
+def reason_fields(value: "Note | str") -> dict:
+    """The `reason` text (English, cut to the column) and `reason_note` of a row."""
+    return {"reason": text_of(value)[:500], "reason_note": stored_of(value)}
+
+
+def reason_shown(row: object) -> str:
+    """A row's reason in the reader's language (its stored text when it has no note)."""
+    return shown(getattr(row, "reason_note", None), getattr(row, "reason", ""))
+
+
 # --- values ---------------------------------------------------------------------------------
 
 
+def restored(stored: Mapping) -> Note:
+    """A stored note as a Note again, to wrap it in another (a held change's reason)."""
+    return Note(str(stored["code"]), dict(stored.get("params") or {}))
+
+
 def _dump(value: object) -> object:
+    if isinstance(value, Mapping) and value.keys() & {"$note", "$time", "$decimal"}:
+        return dict(value)  # stored already (a restored note's values)
     if isinstance(value, Note):
         return {"$note": value.stored()}
     if isinstance(value, datetime):
         return {"$time": value.isoformat()}
+    if isinstance(value, Decimal):
+        return {"$decimal": str(value)}
     if isinstance(value, (list, tuple)):
         return [_dump(item) for item in value]
     if isinstance(value, str):
@@ -229,6 +343,11 @@ def _shown(value: object) -> str:
             if timezone.is_aware(moment):
                 moment = moment.astimezone(SHOP_ZONE)
             return formats.date_format(moment, "DATETIME_FORMAT")
+        if "$decimal" in value:
+            try:
+                return formats.localize(Decimal(str(value["$decimal"])))
+            except (InvalidOperation, ValueError):
+                return str(value["$decimal"])
         return str(value)
     if isinstance(value, list):
         return ", ".join(_shown(item) for item in value)

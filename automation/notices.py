@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Exists, Max, OuterRef, Subquery
+from django.db.models import Exists, Max, OuterRef, Q, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import formats, timezone, translation
@@ -121,15 +121,16 @@ def failing_ads_calls() -> Notice | None:
     return Notice("connection_ads", text, url, _("Show ad groups"))
 
 
-def _no_address_reasons() -> set[str]:
-    """The skip reason as stored: in the shop's language, or English from a test or an
-    English worker."""
-    reasons = {str(checkouts.NO_ADDRESS)}
-    with translation.override(settings.LANGUAGE_CODE):
-        reasons.add(str(checkouts.NO_ADDRESS))
-    with translation.override("en"):
-        reasons.add(str(checkouts.NO_ADDRESS))
-    return reasons
+def _skipped_for_no_address() -> Q:
+    """Decisions skipped for lack of an address: by their reason's code, or (rows written before
+    reasons had codes) by the text as stored, in the shop's language or English."""
+    texts = set()
+    for language in (settings.LANGUAGE_CODE, "en"):
+        with translation.override(language):
+            texts.add(str(checkouts.NO_ADDRESS))
+    return Q(reason_note__code=checkouts.NO_ADDRESS.code) | Q(
+        reason_note__isnull=True, reason__in=texts
+    )
 
 
 def reminders_without_address(now=None) -> Notice | None:
@@ -140,7 +141,7 @@ def reminders_without_address(now=None) -> Notice | None:
     decisions = ReminderDecision.objects.filter(
         decided_at__gte=since, checkout__source=CheckoutState.Source.SHOPIFY
     )
-    skipped = decisions.filter(arm=ReminderDecision.Arm.NONE, reason__in=_no_address_reasons())
+    skipped = decisions.filter(_skipped_for_no_address(), arm=ReminderDecision.Arm.NONE)
     newest = skipped.aggregate(at=Max("decided_at"))["at"]
     if newest is None:
         return None

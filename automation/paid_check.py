@@ -18,12 +18,12 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.utils.translation import gettext
 
 from . import connections, shopify_access
 from .adapters import stripe_checkout
 from .adapters.shopify_admin import ShopifyAdmin, ShopifyAdminError
 from .models import CheckoutState
+from .notes import Note, note
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Answer:
     """The vendor's answer; `reason` says it for the merchant (empty for NO)."""
 
     paid: Paid
-    reason: str = ""
+    reason: Note | str = ""
     retry: bool = False
     """UNKNOWN only: asking again later may help (the vendor failed, not our configuration)."""
 
@@ -62,20 +62,15 @@ def ask(checkout: CheckoutState) -> Answer:
     return _ask_shopify(checkout)
 
 
-def _cannot_ask(vendor: str, why: str) -> Answer:
-    return Answer(
-        Paid.UNKNOWN,
-        gettext("not sent: cannot ask %(vendor)s whether the buyer paid meanwhile (%(why)s)")
-        % {"vendor": vendor, "why": why},
-    )
+def _cannot_ask(vendor: str, why: Note) -> Answer:
+    return Answer(Paid.UNKNOWN, note("paid_cannot_ask", vendor=vendor, why=why))
 
 
 def _failed(vendor: str, error: Exception) -> Answer:
     logger.warning("%s could not say whether checkout was paid: %s", vendor, error)
     return Answer(
         Paid.UNKNOWN,
-        gettext("not sent: %(vendor)s could not say whether the buyer paid meanwhile (%(error)s)")
-        % {"vendor": vendor, "error": str(error)[:200]},
+        note("paid_failed", vendor=vendor, error=str(error)[:200]),
         retry=True,
     )
 
@@ -85,16 +80,14 @@ def _ask_shopify(checkout: CheckoutState) -> Answer:
     if tokens is None:
         return _cannot_ask(
             "Shopify",
-            gettext("no Admin API access: set %(settings)s")
-            % {"settings": shopify_access.missing_settings()},
+            note("paid_no_admin_access", settings=shopify_access.missing_settings()),
         )
     ours = shopify_access.admin_shop_domain()
     shop = checkout.shop_domain.lower()
     if shop and shop != ours:
         return _cannot_ask(
             "Shopify",
-            gettext("our Admin API access is for %(ours)s, not %(shop)s")
-            % {"ours": ours, "shop": shop},
+            note("paid_other_shop", ours=ours, shop=shop),
         )
     admin = ShopifyAdmin(
         settings.SHOPIFY_ADMIN_URL,
@@ -115,14 +108,14 @@ def _ask_shopify(checkout: CheckoutState) -> Answer:
     number = order.rsplit("/", 1)[-1]
     return Answer(
         Paid.YES,
-        gettext("bought meanwhile: Shopify has order %(order)s") % {"order": number},
+        note("paid_shopify_order", order=number),
     )
 
 
 def _ask_stripe(checkout: CheckoutState) -> Answer:
     key = connections.current().stripe_api_key.value
     if not key:
-        return _cannot_ask("Stripe", gettext("set STRIPE_API_KEY"))
+        return _cannot_ask("Stripe", note("paid_set_stripe_key"))
     try:
         session = stripe_checkout.retrieve_session(
             checkout.token,
@@ -135,7 +128,6 @@ def _ask_stripe(checkout: CheckoutState) -> Answer:
     if session.complete:
         return Answer(
             Paid.YES,
-            gettext("bought meanwhile: Stripe reports the session complete (payment %(payment)s)")
-            % {"payment": session.payment_status or "-"},
+            note("paid_stripe_complete", payment=session.payment_status or "-"),
         )
     return Answer(Paid.NO)

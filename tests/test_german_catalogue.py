@@ -210,6 +210,8 @@ def test_every_result_code_is_shown_in_german():
     entries = {entry.msgid: entry for entry in read_catalogue(CATALOGUE)}
     problems = []
     for code, template in notes.TEMPLATES.items():
+        if code in notes.PLURALS:
+            continue  # counted: test_every_counted_result_code_is_shown_in_german
         with translation.override("en"):
             msgid = str(template)
         entry = entries.get(msgid)
@@ -226,6 +228,31 @@ def test_every_result_code_is_shown_in_german():
         if not german or (words and german == english):
             problems.append(f"{code}: renders {german!r} in German (compilemessages?)")
     assert not problems, "result codes not shown in German:\n" + "\n".join(problems)
+
+
+def test_every_counted_result_code_is_shown_in_german():
+    """A counted code (ngettext) has both forms in German: one and many."""
+    plurals = [entry for entry in read_catalogue(CATALOGUE) if entry.msgid_plural]
+    problems = []
+    for code, counted in notes.PLURALS.items():
+        for count in (1, 7001):
+            stored = notes.note(code, **{counted: count}).stored()
+            with translation.override("en"):
+                english = notes.render(stored)
+            with translation.override("de"):
+                german = notes.render(stored)
+            known = any(
+                form % {counted: count} == english
+                for entry in plurals
+                if entry.translated and f"%({counted})" in entry.msgid
+                for form in (entry.msgid, entry.msgid_plural)
+            )
+            if not known:
+                problems.append(f"{code}: {english!r} has no German text in django.po")
+            elif not german or german == english or str(count) not in german:
+                problems.append(f"{code}: renders {german!r} in German (compilemessages?)")
+    assert notes.PLURALS, "no counted code was found"
+    assert not problems, "counted result codes not shown in German:\n" + "\n".join(problems)
 
 
 # --- 4: the pages -------------------------------------------------------------------------

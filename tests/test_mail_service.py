@@ -25,6 +25,7 @@ from automation.checks import MAIL_WEBHOOKS_CLOSED_ID
 from automation.exceptions import InvalidPayload
 from automation.models import Delivery, MarginRule, ReminderDecision, ReminderSettings
 from automation.models import SuppressedAddress as Suppressed
+from automation.notes import text_of
 from automation.privacy import email_ref
 from automation.sources.mail_service import SOURCE, Kind, parse_tracking
 from tests.signing import post_shopify
@@ -36,8 +37,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "mail_service"
 SECRET = "elbkerzen-hook:k7Qw-2mZ"
 OLD_SECRET = "old-hook:rotated-away"
 Reason = Suppressed.Reason
-BOUNCED = checkouts.suppressed_reason(Reason.HARD_BOUNCE)
-COMPLAINED = checkouts.suppressed_reason(Reason.SPAM_COMPLAINT)
+BOUNCED = text_of(checkouts.suppressed_reason(Reason.HARD_BOUNCE))
+COMPLAINED = text_of(checkouts.suppressed_reason(Reason.SPAM_COMPLAINT))
 
 # service: (webhook path, the field naming the recipient)
 SERVICES = {
@@ -139,7 +140,7 @@ def test_an_unsubscribe_at_the_service_suppresses_and_a_resubscribe_is_not_store
 
     assert Suppressed.objects.get().reason == Reason.SERVICE_UNSUBSCRIBE
     decision = next_reminder(client, run_worker)
-    assert decision.reason == checkouts.suppressed_reason(Reason.SERVICE_UNSUBSCRIBE)
+    assert decision.reason == text_of(checkouts.suppressed_reason(Reason.SERVICE_UNSUBSCRIBE))
     assert not mail.outbox
 
 

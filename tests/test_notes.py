@@ -6,6 +6,7 @@ when read, not when written.
 """
 
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -62,6 +63,21 @@ def test_a_time_in_a_note_is_shown_in_berlin_time_in_the_readers_format():
         assert notes.render(stored) == "reminder evaluation scheduled for Dec. 1, 2026, 7 p.m."
     with translation.override("de"):
         assert "1. Dezember 2026 19:00" in notes.render(stored)
+
+
+def test_a_decimal_stays_a_number_until_it_is_shown():
+    gain = notes.note("choice_plain", plain=Decimal("1.25"), discount=Decimal("-0.50"))
+    assert gain.stored()["params"]["plain"] == {"$decimal": "1.25"}
+    assert notes.text_of(gain) == "plain: ΔE 1.25 ≥ discount -0.50"
+    with translation.override("de"):
+        assert "1,25" in str(gain) and "-0,50" in str(gain)
+
+
+def test_a_stored_note_wraps_into_another_unchanged():
+    inner = notes.note("rule_sold_out", label="Winterzauber", stock=0, level=0)
+    held = notes.note("held_by_brake", reason=notes.restored(inner.stored()))
+    assert held.stored()["params"]["reason"] == {"$note": inner.stored()}
+    assert notes.text_of(held) == "Winterzauber: 0 available ≤ 0 (held: safety brake)"
 
 
 def test_a_row_written_before_codes_is_shown_as_stored():

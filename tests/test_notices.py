@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from automation import checkouts, notices
 from automation.models import (
@@ -16,6 +16,7 @@ from automation.models import (
     CheckoutState,
     Delivery,
     ReconcileRun,
+    ReminderDecision,
     WatchedProduct,
 )
 from automation.stock import held_changes
@@ -134,6 +135,31 @@ def test_reminders_skipped_for_lack_of_an_address_until_one_comes(admin_client):
     checkouts.evaluate(granted.pk, granted.updated_at)
 
     assert "no_address" not in shown(admin_client)
+
+
+def test_a_skip_for_lack_of_an_address_is_found_by_its_code_whatever_its_text(admin_client):
+    redacted = checkout("a1", "")
+    checkouts.evaluate(redacted.pk, redacted.updated_at)
+    decision = ReminderDecision.objects.get()
+    assert decision.reason_note == {"code": "no_address", "params": {}}
+    # A text written in another language (or edited) does not hide it: the code decides
+    ReminderDecision.objects.update(reason="keine E-Mail-Adresse (anders formuliert)")
+    assert notices.reminders_without_address() is not None
+    # And another code with the same text is no such skip
+    ReminderDecision.objects.update(
+        reason="no e-mail address", reason_note={"code": "claim_taken", "params": {}}
+    )
+    assert notices.reminders_without_address() is None
+
+
+def test_a_skip_stored_before_reasons_had_codes_is_found_by_its_text(admin_client, settings):
+    settings.LANGUAGE_CODE = "de"  # the shop's language, which the worker wrote it in
+    redacted = checkout("a1", "")
+    checkouts.evaluate(redacted.pk, redacted.updated_at)
+    with translation.override("de"):
+        german = str(checkouts.NO_ADDRESS)
+    ReminderDecision.objects.update(reason=german, reason_note=None)
+    assert notices.reminders_without_address() is not None
 
 
 def test_old_skips_for_lack_of_an_address_are_no_notice(admin_client):

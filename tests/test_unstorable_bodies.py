@@ -12,7 +12,7 @@ import pytest
 from django.core import mail
 from django.db import DataError
 
-from automation import checkouts, inbox
+from automation import checkouts, inbox, notes
 from automation.exceptions import InvalidPayload
 from automation.models import CheckoutState, Delivery, ReminderDecision
 from tests.signing import post_shopify
@@ -83,7 +83,7 @@ def test_a_lone_surrogate_in_the_address_is_never_retried_nor_mailed(client, que
     assert_ended_at_once(delivery, queue)
     assert delivery.status == Status.DONE
     decision = ReminderDecision.objects.get()
-    assert (decision.reason, decision.sent_at) == (checkouts.INVALID_EMAIL, None)
+    assert (decision.reason, decision.sent_at) == (notes.text_of(checkouts.INVALID_EMAIL), None)
 
 
 def test_a_nul_where_no_handler_keeps_it_does_not_cost_the_delivery(client, queue, run_worker):

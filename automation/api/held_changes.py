@@ -12,9 +12,10 @@ from ..models import HeldChange
 from ..setup import failures
 from ..stock import held_changes
 from .permissions import ChangePermission
+from .serializers import ReasonShown
 
 
-class HeldChangeSerializer(serializers.ModelSerializer):
+class HeldChangeSerializer(ReasonShown, serializers.ModelSerializer):
     """A held pause and, once decided, who decided what."""
 
     resolved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -30,6 +31,7 @@ class HeldChangeSerializer(serializers.ModelSerializer):
             "ad_group_id",
             "desired_status",
             "reason",
+            "reason_shown",
             "source",
             "held_at",
             "resolution",

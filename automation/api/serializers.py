@@ -309,6 +309,17 @@ class PromotionSerializer(serializers.ModelSerializer):
         )
 
 
+class ReasonShown(serializers.Serializer):
+    """`reason_shown`: a row's reason in the request's language; `reason` keeps the English."""
+
+    reason_shown = serializers.SerializerMethodField(
+        help_text="The reason in the request's language; `reason` keeps the English text."
+    )
+
+    def get_reason_shown(self, row: object) -> str:
+        return notes.reason_shown(row)
+
+
 class DeliverySerializer(serializers.ModelSerializer):
     """Metadata only: the raw body may hold personal data and stays in the admin."""
 
@@ -342,7 +353,7 @@ class DeliverySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AdGroupActionSerializer(serializers.ModelSerializer):
+class AdGroupActionSerializer(ReasonShown, serializers.ModelSerializer):
     """One status change we asked Google Ads for, and its result."""
 
     ad_group_name = serializers.CharField(
@@ -360,6 +371,7 @@ class AdGroupActionSerializer(serializers.ModelSerializer):
             "ad_group_name",
             "desired_status",
             "reason",
+            "reason_shown",
             "source",
             "delivery",
             "result",
@@ -370,7 +382,7 @@ class AdGroupActionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ReminderDecisionSerializer(serializers.ModelSerializer):
+class ReminderDecisionSerializer(ReasonShown, serializers.ModelSerializer):
     """What was decided and why; the address only masked, as in the admin and the logs."""
 
     email = serializers.SerializerMethodField()
@@ -390,6 +402,7 @@ class ReminderDecisionSerializer(serializers.ModelSerializer):
             "delta_discount",
             "arm",
             "reason",
+            "reason_shown",
             "decided_at",
             "sent_at",
             "error",

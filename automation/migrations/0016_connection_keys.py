@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('automation', '0014_delivery_result_note'),
+        ("automation", "0015_reason_notes"),
     ]
 
     operations = [

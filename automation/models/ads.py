@@ -46,6 +46,7 @@ class AdGroupAction(models.Model):
         verbose_name=_("desired status"), max_length=8, choices=Status.choices
     )
     reason = models.CharField(verbose_name=_("reason"), max_length=500)
+    reason_note = models.JSONField(verbose_name=_("reason note"), null=True, blank=True)
     source = models.CharField(verbose_name=_("source"), max_length=16, choices=Source.choices)
     delivery = models.ForeignKey(
         "automation.Delivery",
@@ -157,6 +158,7 @@ class BrakeEpisode(models.Model):
     started_at = models.DateTimeField(verbose_name=_("started at"))
     ended_at = models.DateTimeField(verbose_name=_("ended at"), null=True, blank=True)
     reason = models.CharField(verbose_name=_("reason"), max_length=500)
+    reason_note = models.JSONField(verbose_name=_("reason note"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("brake episode")
@@ -192,6 +194,7 @@ class HeldChange(models.Model):
         verbose_name=_("held status"), max_length=8, choices=AdGroupAction.Status.choices
     )
     reason = models.CharField(verbose_name=_("reason"), max_length=500)
+    reason_note = models.JSONField(verbose_name=_("reason note"), null=True, blank=True)
     source = models.CharField(
         verbose_name=_("source"), max_length=16, choices=AdGroupAction.Source.choices
     )

@@ -379,6 +379,7 @@ class ReminderDecision(models.Model):
     )
     arm = models.CharField(verbose_name=_("arm"), max_length=8, choices=Arm.choices)
     reason = models.CharField(verbose_name=_("reason"), max_length=500)
+    reason_note = models.JSONField(verbose_name=_("reason note"), null=True, blank=True)
     decided_at = models.DateTimeField(verbose_name=_("decided at"), auto_now_add=True)
     sent_at = models.DateTimeField(verbose_name=_("sent at"), null=True, blank=True)
     error = models.TextField(verbose_name=_("error"), blank=True)

@@ -27,9 +27,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
-from django.utils.translation import gettext
 
-from .. import ads, alerts
+from .. import ads, alerts, notes
 from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from ..models import (
     AdGroup,
@@ -76,6 +75,7 @@ class Settled:
     drifted: bool = False
     manual: bool = False
     label: str = ""  # what the merchant calls it: its first watched product, else its name
+    reason_note: notes.Note | str = ""  # `reason` as stored: shown in the reader's language
 
     @property
     def sent(self) -> bool:
@@ -216,14 +216,15 @@ def settle(
     source: str,
     delivery: Delivery | None = None,
     brake_pauses: bool = True,
-    prefix: str = "",
+    prefix: tuple[str, dict] | None = None,
     observed: dict[Key, str] | None = None,
     observed_at: datetime | None = None,
     now: datetime | None = None,
 ) -> list[Settled]:
     """Give each ad group the status the rule says, under its lock; one `Settled` each.
 
-    `prefix` goes before the reason (who applied a held change). `observed` are statuses
+    `prefix` is a note code and its values that wrap the reason (who applied a held change).
+    `observed` are statuses
     Google Ads was just seen to have (read at `observed_at`): each becomes the confirmed one
     first, unless a call after the read confirmed a newer one, so only-on-change sends what
     drifted. `brake_pauses=False` lets the merchant's own decision on held changes pass.
@@ -261,20 +262,24 @@ def _settle_one(
     source: str,
     delivery: Delivery | None,
     brake_pauses: bool,
-    prefix: str,
+    prefix: tuple[str, dict] | None,
     observed: str | None,
     observed_at: datetime | None,
 ) -> Settled:
-    reason = f"{prefix}{verdict.reason.text()}"
+    reason = verdict.reason.note()
+    if prefix is not None:
+        code, values = prefix
+        reason = notes.note(code, **values, reason=reason)
     done = Settled(
         group.key,
         str(group),
         verdict.status,
-        reason,
+        str(reason),
         SKIPPED,
         observed=observed,
         manual=bool(group.manual_status),
         label=label,
+        reason_note=reason,
     )
     if group.missing:
         done.result = MISSING
@@ -293,17 +298,12 @@ def _settle_one(
         done.result = Result.HELD  # already waiting for the merchant: not held twice
         return done
     if done.drifted:
-        done.reason = gettext("drift: Google Ads had %(real)s; %(reason)s") % {
-            "real": observed,
-            "reason": reason,
-        }
+        done.reason_note = notes.note("ads_drift", real=observed, reason=reason)
     elif observed is not None and observed != verdict.status:
-        done.reason = gettext("Google Ads had %(real)s; %(reason)s") % {
-            "real": observed,
-            "reason": reason,
-        }
+        done.reason_note = notes.note("ads_had", real=observed, reason=reason)
+    done.reason = str(done.reason_note)
     done.result, done.error = _apply(
-        group, verdict.status, done.reason, source, delivery, brake_pauses
+        group, verdict.status, done.reason_note, source, delivery, brake_pauses
     )
     if isinstance(done.error, AdGroupMissing):
         mark_missing(group, done.error.kind)
@@ -324,7 +324,7 @@ def _observe(group: AdGroup, observed: str, observed_at: datetime | None) -> boo
 def _apply(
     group: AdGroup,
     status: str,
-    reason: str,
+    reason: notes.Note | str,
     source: str,
     delivery: Delivery | None,
     brake_pauses: bool,
@@ -335,7 +335,7 @@ def _apply(
         "customer_id": customer_id,
         "ad_group_id": ad_group_id,
         "desired_status": status,
-        "reason": reason[:500],
+        **notes.reason_fields(reason),
         "source": source,
         "delivery": delivery,
         "requested_at": timezone.now(),

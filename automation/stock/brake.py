@@ -10,9 +10,8 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
-from django.utils.translation import gettext
 
-from .. import alerts, rows
+from .. import alerts, notes, rows
 from ..models import AdGroup, AdGroupAction, BrakeEpisode, BrakeSettings, HeldChange
 
 Result = AdGroupAction.Result
@@ -62,22 +61,16 @@ def engaged(customer_id: str, ad_group_id: str, now: datetime) -> BrakeEpisode |
     )
     if others < allowed:
         return None
-    episode = BrakeEpisode.objects.create(
-        started_at=now,
-        # Written in the active language (the shop's, in the worker: LANGUAGE_CODE).
-        reason=gettext(
-            "%(sent)s ad groups paused within %(minutes)s minutes; the limit is %(allowed)s "
-            "(%(share)s %% of %(watched)s watched ad groups, at most %(count)s)"
-        )
-        % {
-            "sent": others,
-            "minutes": config.window_minutes,
-            "allowed": allowed,
-            "share": config.max_share_percent,
-            "watched": watched,
-            "count": config.max_count,
-        },
+    reason = notes.note(
+        "brake_engaged",
+        sent=others,
+        minutes=config.window_minutes,
+        allowed=allowed,
+        share=config.max_share_percent,
+        watched=watched,
+        count=config.max_count,
     )
+    episode = BrakeEpisode.objects.create(started_at=now, **notes.reason_fields(reason))
     episode_id = episode.pk
     transaction.on_commit(lambda: alerts.brake_engaged(episode_id))
     return episode
@@ -91,24 +84,26 @@ def _demo_ad_group():
 
 def hold(fields: dict, episode: BrakeEpisode) -> None:
     """Log the pause as held and keep it (one open held change per ad group) for the merchant."""
-    reason = fields["reason"]
+    reason = (
+        notes.restored(fields["reason_note"]) if fields.get("reason_note") else fields["reason"]
+    )
     rows.insert(
         AdGroupAction,
-        **{**fields, "reason": gettext("%(reason)s (held: safety brake)") % {"reason": reason}},
+        **{**fields, **notes.reason_fields(notes.note("held_by_brake", reason=reason))},
         result=Result.HELD,
     )
     updated = HeldChange.objects.filter(
         customer_id=fields["customer_id"],
         ad_group_id=fields["ad_group_id"],
         resolution=HeldChange.Resolution.OPEN,
-    ).update(reason=reason, source=fields["source"], held_at=fields["requested_at"])
+    ).update(**notes.reason_fields(reason), source=fields["source"], held_at=fields["requested_at"])
     if not updated:
         HeldChange.objects.create(
             episode=episode,
             customer_id=fields["customer_id"],
             ad_group_id=fields["ad_group_id"],
             desired_status=fields["desired_status"],
-            reason=reason,
+            **notes.reason_fields(reason),
             source=fields["source"],
             held_at=fields["requested_at"],
         )

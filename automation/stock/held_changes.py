@@ -64,7 +64,7 @@ def _apply_one(change: HeldChange, user: AbstractBaseUser | None) -> Settled | N
         )
         if locked is None:
             return None
-        prefix = gettext("held change applied by %(who)s: ") % {"who": _name(user)}
+        prefix = ("held_change_applied", {"who": _name(user)})
         (settled,) = settle([key], source=locked.source, brake_pauses=False, prefix=prefix)
         if settled.error is not None:
             return settled

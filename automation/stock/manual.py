@@ -3,7 +3,6 @@
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext
 
 from ..models import AdGroup, AdGroupAction
 from . import apply
@@ -45,6 +44,6 @@ def release_manual(group: AdGroup, user: AbstractBaseUser | None) -> apply.Settl
             None,
             None,
         )
-        prefix = gettext("manual control released by %(who)s. ") % {"who": name}
+        prefix = ("manual_released", {"who": name})
         (settled,) = apply.settle([group.key], source=MANUAL, prefix=prefix)
     return settled

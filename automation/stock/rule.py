@@ -15,11 +15,14 @@ writes it in the active language.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.utils import formats
 from django.utils.translation import gettext
+
+from .. import notes
 
 PAUSED = "PAUSED"
 ENABLED = "ENABLED"
@@ -37,6 +40,10 @@ class Reason:
     def text(self) -> str:
         """The reason in the active language (the shop's, in a worker: LANGUAGE_CODE)."""
         return _render(self)
+
+    def note(self) -> notes.Note | str:
+        """The reason as a note, so a stored row is shown in its reader's language."""
+        return _note(self)
 
 
 # --- facts ---------------------------------------------------------------------------------
@@ -237,6 +244,26 @@ def where_text(entries: object) -> str:
 
 
 # --- words ---------------------------------------------------------------------------------
+
+
+def _note(reason: Reason) -> notes.Note | str:
+    values = dict(reason.values)
+    code = reason.code
+    if code == "none_sellable":
+        return notes.join(*(inner.note() for inner in values["reasons"]))  # type: ignore[union-attr]
+    if code == "product_inactive":
+        status = str(values.get("status"))
+        named = f"product_{status}"
+        values["status"] = notes.note(named) if named in notes.TEMPLATES else status
+    where = where_text(values.pop("where", None))
+    placeholders = _PLACEHOLDER.findall(str(notes.TEMPLATES[f"rule_{code}"]))
+    made = notes.note(f"rule_{code}", **{name: values.get(name) for name in placeholders})
+    if where and code in ("in_stock", "below_resume", "sold_out", "all_sold_out"):
+        return notes.note("rule_where", reason=made, where=where)
+    return made
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)")
 
 
 def _render(reason: Reason) -> str:
