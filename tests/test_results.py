@@ -118,8 +118,9 @@ def test_a_held_out_checkout_gets_no_mail_and_says_why(shop):
     assert not mail.outbox
     decision = ReminderDecision.objects.get(arm="holdout")
     assert decision.reason == (
-        "holdout: drawn for the control group (10%); would have sent discount"
+        "holdout: drawn for the control group (10 %); would have sent reminder with discount"
     )
+    assert decision.reason_note["code"] == "holdout_drawn"
     assert decision.inputs["would_send"] == "discount"
     assert decision.inputs["p0"] == "0.0400"
     assert decision.inputs["probabilities_from"] == "configured"
