@@ -80,20 +80,40 @@ def test_anonymous_callers_get_401_asking_for_a_token(url):
     assert response["WWW-Authenticate"] == "Token"
 
 
+# What each endpoint's answer holds for staff: the list endpoints a page of rows, the root the
+# resources' links, the schema its version, the Swagger page the schema it reads.
+HOLDS = {
+    "/api/": "watched-products",
+    "/api/schema/": "openapi",
+    "/api/schema/browse/": "schema_url",
+}
+
+
 @pytest.mark.parametrize("url", ENDPOINTS)
 def test_a_valid_token_of_a_non_staff_user_gets_403(url):
-    assert client_for(is_staff=False).get(url).status_code == 403
+    WatchedProduct.objects.create(label="Winterzauber", product_id=7001)
+    response = client_for(is_staff=False).get(url)
+    assert response.status_code == 403
+    assert response.data["detail"].code == "permission_denied"
+    assert b"Winterzauber" not in response.content  # no rows
+    assert b"/api/watched-products/" not in response.content  # no links, no schema
 
 
 @pytest.mark.parametrize("url", ENDPOINTS)
 def test_staff_with_a_token_and_the_permissions_get_200(url, staff):
-    assert staff.get(url).status_code == 200
+    response = staff.get(url)
+    assert response.status_code == 200
+    assert HOLDS.get(url, "results") in response.data
 
 
 def test_a_wrong_token_gets_401(url="/api/watched-products/"):
+    WatchedProduct.objects.create(label="Winterzauber", product_id=7001)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
-    assert client.get(url).status_code == 401
+    response = client.get(url)
+    assert response.status_code == 401
+    assert response.data["detail"].code == "authentication_failed"
+    assert b"Winterzauber" not in response.content
 
 
 # --- watched products --------------------------------------------------------------------------
@@ -593,13 +613,17 @@ def test_replaying_a_done_delivery_is_a_409_saying_why(staff, queue):
     assert queue.job_ids == []
 
 
-def test_replaying_an_unknown_delivery_is_a_404(staff):
+@pytest.mark.django_db(transaction=True)
+def test_replaying_an_unknown_delivery_is_a_404(staff, queue):
     assert staff.post("/api/deliveries/999999/replay/").status_code == 404
+    assert queue.job_ids == []
 
 
 def test_deliveries_cannot_be_written(staff):
+    kept = delivery()
     assert staff.post("/api/deliveries/", {"topic": "x"}).status_code == 405
-    assert staff.delete(f"/api/deliveries/{delivery().pk}/").status_code == 405
+    assert staff.delete(f"/api/deliveries/{kept.pk}/").status_code == 405
+    assert list(Delivery.objects.values_list("pk", "topic")) == [(kept.pk, kept.topic)]
 
 
 # --- ad group actions and reminder decisions ---------------------------------------------------
