@@ -447,4 +447,6 @@ def test_the_api_asks_for_the_view_permission(history):
     api = APIClient()
     api.force_authenticate(user)
 
-    assert api.get("/api/reminder-results/").status_code == 403
+    response = api.get("/api/reminder-results/")
+    assert response.status_code == 403
+    assert response.json() == {"detail": "You do not have permission to perform this action."}
