@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
+from django.utils.text import capfirst
 from django.utils.translation import gettext
 
 from automation import ads, reconcile
@@ -508,12 +509,13 @@ def test_a_checkout_delivery_links_to_its_reminder_decisions(admin_client):
     page = admin_client.get(reverse("admin:automation_delivery_change", args=[delivery.pk]))
     html = page.content.decode()
     assert "/admin/automation/reminderdecision/?q=b7d1c0a9e4f24f0e8a1d3c5b7e9f1a2c" in html
-    assert (
-        admin_client.get(
-            "/admin/automation/reminderdecision/?q=b7d1c0a9e4f24f0e8a1d3c5b7e9f1a2c"
-        ).status_code
-        == 200
+    listed = admin_client.get(
+        "/admin/automation/reminderdecision/?q=b7d1c0a9e4f24f0e8a1d3c5b7e9f1a2c"
     )
+    assert listed.status_code == 200
+    # the link searches for the checkout's token (no decision was made for it yet)
+    assert listed.context["cl"].query == "b7d1c0a9e4f24f0e8a1d3c5b7e9f1a2c"
+    assert list(listed.context["cl"].result_list) == []
 
 
 def test_the_delivery_list_shows_the_result_and_errors_only_as_errors(admin_client):
@@ -525,8 +527,9 @@ def test_the_delivery_list_shows_the_result_and_errors_only_as_errors(admin_clie
     ).content.decode()
     with translation.override("de"):
         result, last_error = gettext("result"), gettext("last error")
-    assert f">{result.capitalize()}<" in html or f">{result}<" in html
-    assert last_error.capitalize() not in html
+    # a column header is the field's name with its first letter capitalised (capfirst)
+    assert f"<span>{capfirst(result)}</span>" in html
+    assert capfirst(last_error) not in html
     assert "total available 7" in html
 
 

@@ -67,12 +67,17 @@ def test_a_staff_member_with_every_permission_sees_no_technical_section(client):
 @pytest.mark.parametrize("url", TECHNICAL_URLS)
 def test_a_staff_member_cannot_open_a_technical_list(client, url):
     client.force_login(_staff_with_every_permission())
-    assert client.get(url).status_code == 403
+    response = client.get(url)
+    assert response.status_code == 403
+    assert b'id="changelist"' not in response.content
 
 
 @pytest.mark.parametrize("url", TECHNICAL_URLS)
 def test_the_superuser_opens_every_technical_list(admin_client, url):
-    assert admin_client.get(url).status_code == 200
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert b'id="changelist"' in response.content
+    assert response.context["cl"].opts.model_name == url.split("/")[-2]
 
 
 def test_an_apps_own_page_keeps_its_models(admin_client):

@@ -80,20 +80,40 @@ def test_anonymous_callers_get_401_asking_for_a_token(url):
     assert response["WWW-Authenticate"] == "Token"
 
 
+# What each endpoint's answer holds for staff: the list endpoints a page of rows, the root the
+# resources' links, the schema its version, the Swagger page the schema it reads.
+HOLDS = {
+    "/api/": "watched-products",
+    "/api/schema/": "openapi",
+    "/api/schema/browse/": "schema_url",
+}
+
+
 @pytest.mark.parametrize("url", ENDPOINTS)
 def test_a_valid_token_of_a_non_staff_user_gets_403(url):
-    assert client_for(is_staff=False).get(url).status_code == 403
+    WatchedProduct.objects.create(label="Winterzauber", product_id=7001)
+    response = client_for(is_staff=False).get(url)
+    assert response.status_code == 403
+    assert response.data["detail"].code == "permission_denied"
+    assert b"Winterzauber" not in response.content  # no rows
+    assert b"/api/watched-products/" not in response.content  # no links, no schema
 
 
 @pytest.mark.parametrize("url", ENDPOINTS)
 def test_staff_with_a_token_and_the_permissions_get_200(url, staff):
-    assert staff.get(url).status_code == 200
+    response = staff.get(url)
+    assert response.status_code == 200
+    assert HOLDS.get(url, "results") in response.data
 
 
 def test_a_wrong_token_gets_401(url="/api/watched-products/"):
+    WatchedProduct.objects.create(label="Winterzauber", product_id=7001)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
-    assert client.get(url).status_code == 401
+    response = client.get(url)
+    assert response.status_code == 401
+    assert response.data["detail"].code == "authentication_failed"
+    assert b"Winterzauber" not in response.content
 
 
 # --- watched products --------------------------------------------------------------------------
@@ -143,6 +163,7 @@ def test_watched_product_with_a_bad_customer_id_is_refused_with_the_models_messa
     assert response.data["ad_groups"][0]["customer_id"] == [
         "Google Ads customer ids have 10 digits."
     ]
+    assert not WatchedProduct.objects.exists() and not AdGroup.objects.exists()
 
 
 def test_watched_product_ad_group_id_must_be_a_number(staff):
@@ -151,6 +172,7 @@ def test_watched_product_ad_group_id_must_be_a_number(staff):
     )
     assert response.status_code == 400
     assert response.data["ad_groups"][0]["ad_group_id"] == ["An ad group id is a number."]
+    assert not WatchedProduct.objects.exists() and not AdGroup.objects.exists()
 
 
 def test_watched_product_without_customer_id_gets_the_shops_account(staff, settings):
@@ -193,6 +215,7 @@ def test_a_watched_product_needs_a_product_and_an_ad_group(staff):
     assert response.status_code == 400
     assert response.data["product_id"] == ["This field is required."]
     assert response.data["ad_groups"] == {"non_field_errors": ["This list may not be empty."]}
+    assert not WatchedProduct.objects.exists()
 
 
 def test_a_watched_product_with_two_ad_groups_and_a_variant_subset(staff):
@@ -240,6 +263,9 @@ def test_moving_a_watched_product_to_another_product_needs_that_products_variant
         f"The chosen variants are not of product {PRODUCT + 1}: give its variants, or [] for "
         "all of them."
     ]
+    product = WatchedProduct.objects.get()
+    assert product.product_id == PRODUCT  # the refused move changed nothing
+    assert list(product.variants.values_list("inventory_item_id", flat=True)) == [1001]
     moved = staff.patch(url, {"product_id": PRODUCT + 1, "variants": [21]})
     assert (moved.status_code, moved.data["variants"]) == (200, [21])
     assert staff.patch(url, {"product_id": PRODUCT + 1}).status_code == 200  # the same product
@@ -388,12 +414,14 @@ def test_margin_rule_with_two_matchers_gets_the_models_message(staff):
     response = staff.post("/api/margin-rules/", {"rate": "0.5", "sku": "A", "vendor": "B"})
     assert response.status_code == 400
     assert response.data["non_field_errors"] == [MATCHER_MESSAGE]
+    assert not MarginRule.objects.exists()
 
 
 def test_margin_rule_without_a_matcher_is_refused(staff):
     response = staff.post("/api/margin-rules/", {"rate": "0.5"})
     assert response.status_code == 400
     assert response.data["non_field_errors"] == [MATCHER_MESSAGE]
+    assert not MarginRule.objects.exists()
 
 
 def test_patching_a_second_matcher_onto_a_rule_is_refused(staff):
@@ -401,12 +429,15 @@ def test_patching_a_second_matcher_onto_a_rule_is_refused(staff):
     response = staff.patch(f"/api/margin-rules/{rule.pk}/", {"product_id": 42})
     assert response.status_code == 400
     assert response.data["non_field_errors"] == [MATCHER_MESSAGE]
+    rule.refresh_from_db()
+    assert (rule.vendor, rule.product_id) == ("Elbkerzen", None)
 
 
 def test_margin_rate_above_one_is_refused(staff):
     response = staff.post("/api/margin-rules/", {"rate": "1.5", "vendor": "B"})
     assert response.status_code == 400
-    assert "rate" in response.data
+    assert response.data["rate"] == ["Ensure this value is less than or equal to 1."]
+    assert not MarginRule.objects.exists()
 
 
 # --- promotions --------------------------------------------------------------------------------
@@ -450,6 +481,7 @@ def test_patching_a_promotion_into_the_gap_is_refused(staff):
     response = staff.patch(url, {"end_date": "2026-03-29", "end_time": "02:30"})
     assert response.status_code == 400
     assert "does not exist" in response.data["end_time"][0]
+    assert staff.get(url).data["end_at"] == created.data["end_at"]  # unchanged
 
 
 def test_promotion_ad_groups_are_validated_like_the_inline(staff):
@@ -459,13 +491,15 @@ def test_promotion_ad_groups_are_validated_like_the_inline(staff):
     assert response.data["ad_groups"][0]["customer_id"] == [
         "Google Ads customer ids have 10 digits."
     ]
+    assert not Promotion.objects.exists()
 
 
 def test_the_same_ad_group_twice_in_one_promotion_is_refused(staff):
     rows = [{"customer_id": "1234567890", "ad_group_id": "777"}] * 2
     response = staff.post("/api/promotions/", promotion(ad_groups=rows))
     assert response.status_code == 400
-    assert "ad_groups" in response.data
+    assert response.data["ad_groups"] == ["Each ad group may appear only once."]
+    assert not Promotion.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -593,13 +627,17 @@ def test_replaying_a_done_delivery_is_a_409_saying_why(staff, queue):
     assert queue.job_ids == []
 
 
-def test_replaying_an_unknown_delivery_is_a_404(staff):
+@pytest.mark.django_db(transaction=True)
+def test_replaying_an_unknown_delivery_is_a_404(staff, queue):
     assert staff.post("/api/deliveries/999999/replay/").status_code == 404
+    assert queue.job_ids == []
 
 
 def test_deliveries_cannot_be_written(staff):
+    kept = delivery()
     assert staff.post("/api/deliveries/", {"topic": "x"}).status_code == 405
-    assert staff.delete(f"/api/deliveries/{delivery().pk}/").status_code == 405
+    assert staff.delete(f"/api/deliveries/{kept.pk}/").status_code == 405
+    assert list(Delivery.objects.values_list("pk", "topic")) == [(kept.pk, kept.topic)]
 
 
 # --- ad group actions and reminder decisions ---------------------------------------------------

@@ -68,12 +68,19 @@ def dead_delivery() -> Delivery:
 
 @pytest.mark.parametrize("url", RESOURCES)
 def test_staff_without_permissions_cannot_list(url):
-    assert staff_with().get(url).status_code == 403
+    watched_product()
+    dead_delivery()
+    response = staff_with().get(url)
+    assert response.status_code == 403
+    assert response.data["detail"].code == "permission_denied"
+    assert "results" not in response.data
 
 
 def test_staff_without_permissions_cannot_read_one_row():
     product = watched_product()
-    assert staff_with().get(f"{URL}{product.pk}/").status_code == 403
+    response = staff_with().get(f"{URL}{product.pk}/")
+    assert response.status_code == 403
+    assert b"Lavendel" not in response.content
 
 
 def test_staff_without_permissions_cannot_create_change_or_delete():
@@ -131,6 +138,13 @@ def test_viewing_deliveries_does_not_allow_replaying_them():
 def test_add_permission_creates():
     response = staff_with("add_watchedproduct").post(URL, NEW_PRODUCT)
     assert response.status_code == 201, response.data
+    product = WatchedProduct.objects.get()
+    assert (product.pk, product.product_id, product.label) == (
+        response.data["id"],
+        4711,
+        "Winterzauber",
+    )
+    assert [group.key for group in product.ad_groups.all()] == [("1234567890", "777")]
 
 
 def test_change_permission_updates():
@@ -156,15 +170,23 @@ def test_change_permission_on_deliveries_replays(queue):
 
 
 def test_a_superuser_needs_no_explicit_permission():
+    dead = dead_delivery()
     client = staff_with(superuser=True)
-    assert client.get("/api/deliveries/").status_code == 200
+    listed = client.get("/api/deliveries/")
+    assert listed.status_code == 200
+    assert [row["id"] for row in listed.data["results"]] == [dead.pk]
     assert client.post(URL, NEW_PRODUCT).status_code == 201
+    assert WatchedProduct.objects.get().label == "Winterzauber"
 
 
 def test_the_api_root_and_schema_stay_open_to_staff_they_hold_no_rows():
     client = staff_with()
-    assert client.get("/api/").status_code == 200
-    assert client.get("/api/schema/").status_code == 200
+    root = client.get("/api/")
+    assert root.status_code == 200
+    assert root.data["watched-products"] == "http://testserver/api/watched-products/"
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 200
+    assert "/api/watched-products/" in schema.data["paths"]
 
 
 def test_every_resource_asks_for_model_permissions():

@@ -9,13 +9,14 @@ SECRET_KEY rotation with the old key in SECRET_KEY_FALLBACKS), the page says onl
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 from django.db import connection
 
 from automation import connections, masking, secret_box, shopify_access
-from automation.models import ConnectionSettings
+from automation.models import ConnectionSettings, Delivery
 from tests.shopify_standin import CLIENT_ID, ShopifyStandIn
 from tests.signing import post_shopify
 from tests.support import people
@@ -294,6 +295,10 @@ def test_a_secret_sealed_under_a_lost_key_asks_to_be_entered_again(
 # --- webhooks signed with the secret entered ---------------------------------------------------
 
 
+def stored_ids() -> list[int]:
+    return [json.loads(bytes(d.body))["id"] for d in Delivery.objects.order_by("pk")]
+
+
 def test_a_webhook_signed_with_the_client_secret_entered_is_accepted(
     client, queue, nothing_in_the_environment
 ):
@@ -303,6 +308,7 @@ def test_a_webhook_signed_with_the_client_secret_entered_is_accepted(
     refused = post_shopify(client, {"id": 2}, secret="shpss_some_other_secret")
 
     assert accepted.status_code == 200 and refused.status_code == 401
+    assert stored_ids() == [1]  # the refused one left no row
 
 
 def test_webhook_secrets_from_the_environment_win(
@@ -312,4 +318,6 @@ def test_webhook_secrets_from_the_environment_win(
     settings.SHOPIFY_WEBHOOK_SECRETS = ["shpss_from_the_environment"]
 
     assert post_shopify(client, {"id": 1}, secret=SECRET).status_code == 401
-    assert post_shopify(client, {"id": 1}, secret="shpss_from_the_environment").status_code == 200
+    assert not Delivery.objects.exists()
+    assert post_shopify(client, {"id": 2}, secret="shpss_from_the_environment").status_code == 200
+    assert stored_ids() == [2]

@@ -107,6 +107,7 @@ def test_the_api_still_refuses_an_id_without_ten_digits(staff, cut):
     assert response.data["ad_groups"][0]["customer_id"] == [
         "Google Ads customer ids have 10 digits."
     ]
+    assert not AdGroup.objects.exists()
 
 
 def test_a_dashed_login_customer_id_in_the_environment_reaches_the_sdk_as_digits(monkeypatch):

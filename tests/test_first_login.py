@@ -77,8 +77,14 @@ def test_asked_once_even_when_the_form_is_left_without_an_answer(
     client, no_alert_emails, admin_without_address
 ):
     sign_in(client)
-    assert client.get("/admin/", **EN).status_code == 302
-    assert client.get("/admin/", **EN).status_code == 200
+    asked = client.get("/admin/", **EN)
+    assert asked.status_code == 302
+    assert asked["Location"].startswith("/admin/setup/email/")
+    again = client.get("/admin/", **EN)
+    assert again.status_code == 200
+    assert b'href="/admin/automation/watchedproduct/"' in again.content  # the index, not the form
+    admin_without_address.refresh_from_db()
+    assert admin_without_address.email == ""
 
 
 def test_an_invalid_address_is_refused_in_the_form(client, no_alert_emails, admin_without_address):

@@ -10,7 +10,9 @@ pytestmark = pytest.mark.django_db
 
 def test_admin_speaks_german_for_a_german_browser(admin_client):
     page = admin_client.get("/admin/automation/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
-    assert "Beobachtete Produkte" in page or "beobachtete Produkte" in page
+    # the app index lists each model under its plural name, first letter capitalised
+    assert '<a href="/admin/automation/watchedproduct/">Beobachtete Produkte</a>' in page
+    assert "Watched products" not in page
 
 
 def test_help_texts_explain_the_shop_terms_in_german(admin_client):

@@ -263,15 +263,29 @@ def test_an_account_reached_directly_is_stored_without_a_manager(admin_client, g
     assert not values.google_ads_login_customer_id
 
 
+NOT_REACHED = "This account is not among those your Google sign-in reaches."
+NOT_AN_ACCOUNT = "Choose one of the accounts listed."
+
+
 @pytest.mark.parametrize(
-    "value", [f"{MANAGER}:", f"{SHOP_ACCOUNT}:{DIRECT}", "1234567890:", "x", f"{SHOP_ACCOUNT}"]
+    ("value", "said"),
+    [
+        (f"{MANAGER}:", NOT_REACHED),  # a manager has no ad groups of its own
+        (f"{SHOP_ACCOUNT}:{DIRECT}", NOT_REACHED),  # DIRECT manages nothing
+        ("1234567890:", NOT_REACHED),
+        ("x", NOT_AN_ACCOUNT),
+        (f"{SHOP_ACCOUNT}", NOT_AN_ACCOUNT),  # no colon: not a value the list offers
+    ],
 )
-def test_an_account_the_sign_in_does_not_reach_is_refused(admin_client, google, accounts, value):
+def test_an_account_the_sign_in_does_not_reach_is_refused(
+    admin_client, google, accounts, value, said
+):
     html = page(admin_client, action="google_ads_account", account=value)
 
     assert not connections.current().google_ads_customer_id
     ads = section(html, "google_ads")
-    assert "not among those" in ads or "Choose one of the accounts listed" in ads
+    assert said in ads
+    assert (NOT_AN_ACCOUNT if said == NOT_REACHED else NOT_REACHED) not in ads
 
 
 def test_a_customer_id_from_the_environment_is_not_replaced(

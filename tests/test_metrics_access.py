@@ -29,8 +29,10 @@ def token(settings):
 
 
 def test_a_direct_loopback_caller_scrapes_without_a_token(client, no_token, queue):
-    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 200
-    assert client.get("/metrics", REMOTE_ADDR="::1").status_code == 200
+    for address in ("127.0.0.1", "::1"):
+        response = client.get("/metrics", REMOTE_ADDR=address)
+        assert response.status_code == 200, address
+        assert b"elbkerzen_dead_letters" in response.content, address
 
 
 @pytest.mark.parametrize("header", FORWARDED_HEADERS)
@@ -56,13 +58,19 @@ def test_through_the_proxy_the_token_opens_metrics(client, token, queue):
     assert client.get("/metrics", HTTP_AUTHORIZATION=f"bearer {TOKEN}").status_code == 200
 
 
+def assert_refused_asking_for_the_token(response) -> None:
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert b"elbkerzen_" not in response.content  # not one metric
+
+
 def test_the_token_needs_the_bearer_scheme(client, token, queue):
-    assert client.get("/metrics", HTTP_AUTHORIZATION=TOKEN).status_code == 401
-    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Basic {TOKEN}").status_code == 401
+    assert_refused_asking_for_the_token(client.get("/metrics", HTTP_AUTHORIZATION=TOKEN))
+    assert_refused_asking_for_the_token(client.get("/metrics", HTTP_AUTHORIZATION=f"Basic {TOKEN}"))
 
 
 def test_with_a_token_set_loopback_alone_is_not_enough(client, token, queue):
-    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 401
+    assert_refused_asking_for_the_token(client.get("/metrics", REMOTE_ADDR="127.0.0.1"))
 
 
 def _topic_values(text: str) -> set[str]:

@@ -44,14 +44,20 @@ def test_metrics_show_deliveries_latency_jobs_reaction_queue_and_reminders(clien
 
 
 def test_metrics_are_not_public_by_accident(client, settings, queue):
-    assert client.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
+    def refused(status: int, **request) -> None:
+        response = client.get("/metrics", **request)
+        assert response.status_code == status
+        assert b"elbkerzen_" not in response.content  # not one metric
+
+    refused(403, REMOTE_ADDR="203.0.113.9")
     settings.METRICS_TOKEN = "scrape-secret"
-    assert client.get("/metrics").status_code == 401
-    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    refused(401)
+    refused(401, HTTP_AUTHORIZATION="Bearer wrong")
     ok = client.get(
         "/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer scrape-secret"
     )
     assert ok.status_code == 200
+    assert b"elbkerzen_dead_letters" in ok.content
 
 
 def test_every_log_line_of_a_delivery_names_it(client, run_worker, caplog):

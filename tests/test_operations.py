@@ -69,8 +69,12 @@ def test_cron_config_registers_the_sweeper_every_minute(redis):
 
 
 def test_rq_dashboard_is_for_staff_only(client, admin_client):
-    assert client.get("/admin/rq/").status_code == 302
-    assert admin_client.get("/admin/rq/").status_code == 200
+    visitor = client.get("/admin/rq/")
+    assert visitor.status_code == 302
+    assert visitor["Location"].startswith("/admin/login/")
+    dashboard = admin_client.get("/admin/rq/")
+    assert dashboard.status_code == 200
+    assert b"/admin/rq/queues/0/" in dashboard.content
 
 
 def test_send_test_webhook_signs_and_posts_a_bundled_sample(live_server, redis, capsys):

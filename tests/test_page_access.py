@@ -380,7 +380,8 @@ def test_with_the_permission_the_action_runs(
 
     response = call.send(client, world)
 
-    assert response.status_code in (200, 302), call
+    # the set-up page and the pickers answer with the page; the other actions redirect back
+    assert response.status_code == (200 if call.method == "get" or call.name == "setup" else 302)
     assert ran(world, shop, account, response.content.decode())
 
 

@@ -66,7 +66,7 @@ def test_an_order_shopify_has_but_whose_webhook_is_late_means_no_mail(
     decision = only_decision()
     assert (decision.arm, decision.sent_at) == ("none", None)
     assert decision.reason == "bought meanwhile: Shopify has order 4711"
-    assert decision.inputs["would_send"] in {"plain", "discount"}
+    assert decision.inputs["would_send"] == "discount"  # 40 € at 55 %: ΔE 1.10 > plain 0.88
     (asked,) = [r for r in not_bought.shopify.requests if r.root == "orders"]
     assert f'checkout_token:"{TOKEN}"' in asked.variables["query"]
 

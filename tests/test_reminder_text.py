@@ -382,7 +382,10 @@ def test_unsaved_changes_with_an_unknown_placeholder_show_the_error_and_the_save
 
 def test_only_who_may_change_the_settings_may_preview_a_draft(client, django_user_model):
     staff = _staff(django_user_model, client, "view_remindersettings")
-    assert staff.post(PREVIEW, _form_data(mail_subject="x")).status_code == 403
+    response = staff.post(PREVIEW, _form_data(mail_subject="x"))
+    assert response.status_code == 403
+    assert b'id="reminder-subject"' not in response.content  # no preview rendered
+    assert ReminderSettings.load().mail_subject == mail_text.DEFAULT_SUBJECT
 
 
 def test_the_settings_page_offers_the_preview_of_unsaved_changes(admin_client):

@@ -39,8 +39,10 @@ def test_a_visitor_is_sent_to_the_login(client, entry):
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_staff_who_are_not_superusers_get_403(entry):
-    assert signed_in(superuser=False).get(entry).status_code == 403
+def test_staff_who_are_not_superusers_get_403(entry, job):
+    response = signed_in(superuser=False).get(entry)
+    assert response.status_code == 403
+    assert f"{entry}queues/0/".encode() not in response.content  # no queue listed
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
@@ -55,7 +57,9 @@ def test_staff_who_are_not_superusers_cannot_delete_a_job(entry, job, queue):
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_a_superuser_sees_the_dashboard_and_can_delete_a_job(entry, job, queue):
     client = signed_in(superuser=True)
-    assert client.get(entry).status_code == 200
+    dashboard = client.get(entry)
+    assert dashboard.status_code == 200
+    assert f"{entry}queues/0/".encode() in dashboard.content  # the default queue, linked
     assert client.post(f"{entry}queues/0/{job.id}/delete/").status_code == 302
     assert queue.job_ids == []
 

@@ -111,6 +111,9 @@ def test_body_at_the_limit_is_accepted(client, queue, settings):
     body = json.dumps({"pad": "x" * 990}).encode()
     settings.WEBHOOK_MAX_BODY_BYTES = len(body)
     assert post_raw(client, body, **shopify_headers(body, "test/topic")).status_code == 200
+    delivery = Delivery.objects.get()
+    assert bytes(delivery.body) == body  # stored whole, not cut at the limit
+    assert queue.job_ids == [f"delivery-{delivery.pk}"]
 
 
 def test_unknown_shop_is_403(client, queue):

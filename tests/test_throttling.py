@@ -17,6 +17,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from automation.api.authentication import client_ip
+from automation.models import WatchedProduct
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +35,8 @@ def _clean_redis(redis):
 
 @pytest.fixture
 def token() -> str:
+    """A token that may list watched products, and one product for it to see."""
+    WatchedProduct.objects.create(label="Winterzauber", product_id=7001)
     user = User.objects.create_user("api", is_staff=True)
     user.user_permissions.set(Permission.objects.filter(codename="view_watchedproduct"))
     return Token.objects.create(user=user).key
@@ -53,6 +56,17 @@ def guess_until_blocked(address: str = ATTACKER, **headers: str) -> list[int]:
     ]
 
 
+def assert_listed(response) -> None:
+    assert response.status_code == 200
+    assert [row["label"] for row in response.data["results"]] == ["Winterzauber"]
+
+
+def assert_blocked(response) -> None:
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) >= 1
+    assert b"Winterzauber" not in response.content
+
+
 # --- API tokens --------------------------------------------------------------------------------
 
 
@@ -67,26 +81,26 @@ def test_wrong_tokens_past_the_limit_get_429_with_retry_after(token):
 def test_a_blocked_address_gets_429_even_with_a_correct_token(token):
     """Answering a correct token from a guessing address would tell the guesser it hit."""
     guess_until_blocked()
-    assert api_get(token, ATTACKER).status_code == 429
+    assert_blocked(api_get(token, ATTACKER))
 
 
 def test_other_addresses_are_not_affected(token):
     guess_until_blocked()
-    assert api_get(token, MERCHANT).status_code == 200
+    assert_listed(api_get(token, MERCHANT))
     assert api_get("typo", MERCHANT).status_code == 401
 
 
 def test_the_block_ends_with_the_window(token, settings):
     settings.API_AUTH_FAILURE_WINDOW = 2  # seconds, from the first failure
     guess_until_blocked()
-    assert api_get(token, ATTACKER).status_code == 429
+    assert_blocked(api_get(token, ATTACKER))
     time.sleep(2.1)
-    assert api_get(token, ATTACKER).status_code == 200
+    assert_listed(api_get(token, ATTACKER))
 
 
 def test_a_correct_token_is_never_counted(token):
     for _ in range(settings.API_AUTH_FAILURE_LIMIT + 1):
-        assert api_get(token, ATTACKER).status_code == 200
+        assert_listed(api_get(token, ATTACKER))
 
 
 def test_a_forged_forwarded_for_does_not_escape_the_count_without_a_proxy(token):
@@ -94,22 +108,22 @@ def test_a_forged_forwarded_for_does_not_escape_the_count_without_a_proxy(token)
     for n in range(settings.API_AUTH_FAILURE_LIMIT):
         forged = {"HTTP_X_FORWARDED_FOR": f"192.0.2.{n}"}
         assert api_get(f"guess-{n}", ATTACKER, **forged).status_code == 401
-    assert api_get(token, ATTACKER, HTTP_X_FORWARDED_FOR="192.0.2.200").status_code == 429
+    assert_blocked(api_get(token, ATTACKER, HTTP_X_FORWARDED_FOR="192.0.2.200"))
 
 
 def test_behind_a_proxy_each_caller_is_counted_by_the_address_the_proxy_saw(token, settings):
     settings.TRUSTED_PROXY_COUNT = 1
     # The attacker forges a left-hand entry; the proxy appends the address it really saw.
     guess_until_blocked(PROXY, HTTP_X_FORWARDED_FOR=f"{MERCHANT}, {ATTACKER}")
-    assert api_get(token, PROXY, HTTP_X_FORWARDED_FOR=ATTACKER).status_code == 429
-    assert api_get(token, PROXY, HTTP_X_FORWARDED_FOR=MERCHANT).status_code == 200
+    assert_blocked(api_get(token, PROXY, HTTP_X_FORWARDED_FOR=ATTACKER))
+    assert_listed(api_get(token, PROXY, HTTP_X_FORWARDED_FOR=MERCHANT))
 
 
 def test_without_redis_tokens_are_still_checked_and_the_gap_is_logged(token, settings, caplog):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
     with caplog.at_level(logging.WARNING, logger="automation.api.authentication"):
         assert api_get("guess", ATTACKER).status_code == 401
-        assert api_get(token, ATTACKER).status_code == 200
+        assert_listed(api_get(token, ATTACKER))
     assert "Redis unreachable" in caplog.text
 
 
