@@ -28,7 +28,7 @@ run: $(STAMP)
 	$(BIN)/python manage.py demo_setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
 
-# With nothing set, tests use SQLite and a throwaway redis-server of their own (tests/private_redis.py),
+# With nothing set, tests use SQLite and a throwaway redis-server of their own (tests/support/private_redis.py),
 # never the Redis of `make run`; DATABASE_URL points them at PostgreSQL, REDIS_URL at a Redis DB
 # (started by ensure_redis if nothing answers there).
 test: export SECRET_KEY ?= tests-only-not-secret
@@ -40,7 +40,7 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m tests.support.shopify_schema
-	$(BIN)/python -m tests.private_redis $(BIN)/pytest $(ARGS)
+	$(BIN)/python -m tests.support.private_redis $(BIN)/pytest $(ARGS)
 
 # A replayable shop day with faults, checked against the truth (docs/ARCHITECTURE.md). ARGS="--seed 7 ..."
 chaos: export SECRET_KEY ?= chaos-only-not-secret

@@ -10,7 +10,11 @@ class AutomationConfig(AppConfig):
     def ready(self) -> None:
         # register the topic handlers, the mail service's signal receiver and the deploy checks
         # the secrets entered on the set-up page are masked in log text like configured ones
-        from . import bounces, checkouts, checks, connections, mail_intake, masking, privacy  # noqa: F401
-        from .stock import handlers  # noqa: F401
+        from automation.intake import mail_service_views as mail_intake  # noqa: F401
+        from automation.platform import connections, masking  # noqa: F401
+        from automation.privacy import redaction as privacy  # noqa: F401
+        from automation.reminders import bounces, checkouts  # noqa: F401
+        from automation.reminders import deploy_checks as checks
+        from automation.stock import handlers  # noqa: F401
 
         masking.SECRET_SOURCES.append(connections.seen_secrets)

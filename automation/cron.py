@@ -7,7 +7,7 @@ run once when rqcron starts, so an overdue nightly run is caught up at start.
 
 from rq import cron
 
-from .jobs import (
+from automation.jobs import (
     catch_up_promotions,
     catch_up_reminders,
     nightly_reconcile,

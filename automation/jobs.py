@@ -14,7 +14,12 @@ from django.db import close_old_connections, connection
 from rq import get_current_job
 from rq.job import Job
 
-from . import alerts, checkouts, inbox, metrics, promotions, reconcile, reminder_catch_up
+from automation.intake import inbox
+from automation.platform import alerts, metrics
+from automation.promotions import edges as promotions
+from automation.reconcile import nightly as reconcile
+from automation.reminders import catch_up as reminder_catch_up
+from automation.reminders import checkouts
 
 P = ParamSpec("P")
 R = TypeVar("R")

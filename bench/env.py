@@ -109,7 +109,7 @@ def reset_tables() -> None:
 
 def redis() -> "Redis":
     """The product's process-wide client, on the bench DB."""
-    from automation.queues import redis_client
+    from automation.platform.queues import redis_client
 
     return redis_client()
 

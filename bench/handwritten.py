@@ -80,7 +80,7 @@ def _deliveries(n: int, status: str) -> list[Any]:
 
 
 def _claim_written(rows: list[Any], i: int) -> Any:
-    from automation import inbox
+    from automation.intake import inbox
 
     return inbox.claim(rows[i].pk)
 
@@ -89,7 +89,7 @@ def _claim_orm(rows: list[Any], i: int) -> Any:
     from django.db import connection
     from django.utils import timezone
 
-    from automation import inbox
+    from automation.intake import inbox
     from automation.models import Delivery
 
     Status = Delivery.Status
@@ -104,8 +104,8 @@ def _claim_orm(rows: list[Any], i: int) -> Any:
 
 
 def _finish_written(rows: list[Any], i: int) -> Any:
-    from automation import inbox
-    from automation.handling import Outcome
+    from automation.intake import inbox
+    from automation.intake.handling import Outcome
 
     return inbox._finish(rows[i], Outcome("done", NOTE))
 
@@ -113,7 +113,7 @@ def _finish_written(rows: list[Any], i: int) -> Any:
 def _finish_orm(rows: list[Any], i: int) -> Any:
     from django.utils import timezone
 
-    from automation import inbox
+    from automation.intake import inbox
     from automation.models import Delivery
 
     return Delivery.objects.filter(pk=rows[i].pk).update(
@@ -138,8 +138,8 @@ def _action_fields(delivery: Any) -> dict[str, Any]:
 
 
 def _insert_action_written(rows: list[Any], i: int) -> Any:
-    from automation import rows as hot_rows
     from automation.models import AdGroupAction
+    from automation.platform import rows as hot_rows
 
     return hot_rows.insert(AdGroupAction, **_action_fields(rows[i]))
 
@@ -169,8 +169,8 @@ def _delivery_values(i: int) -> dict[str, Any]:
 
 
 def _insert_delivery_written(state: None, i: int) -> Any:
-    from automation import rows
     from automation.models import Delivery
+    from automation.platform import rows
 
     return rows.insert(Delivery, **_delivery_values(i))
 
@@ -184,15 +184,15 @@ def _insert_delivery_orm(state: None, i: int) -> Any:
 def _execute_params(rows: list[Any], i: int) -> list[Any]:
     from django.utils import timezone
 
-    from automation import inbox
-    from automation.handling import Outcome
+    from automation.intake import inbox
+    from automation.intake.handling import Outcome
 
     return inbox._finish_params(rows[i], Outcome("done", NOTE), timezone.now())
 
 
 def _execute_written(rows: list[Any], i: int) -> Any:
-    from automation import inbox
-    from automation import rows as hot_rows
+    from automation.intake import inbox
+    from automation.platform import rows as hot_rows
 
     return hot_rows.execute(inbox._finish_sql(), _execute_params(rows, i))
 
@@ -200,7 +200,7 @@ def _execute_written(rows: list[Any], i: int) -> Any:
 def _execute_orm(rows: list[Any], i: int) -> Any:
     from django.db import connection
 
-    from automation import inbox
+    from automation.intake import inbox
 
     with connection.cursor() as cursor:
         cursor.execute(inbox._finish_sql(), _execute_params(rows, i))

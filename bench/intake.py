@@ -185,7 +185,7 @@ def wrk_binary() -> str:
 
 def write_script(directory: Path, path: str) -> Path:
     """The Lua script for one target path, with the body signed once."""
-    from automation.sources.shopify import sign
+    from automation.intake.sources.shopify import sign
 
     text = LUA.format(
         body=BODY.decode(), path=path, topic=TOPIC, signature=sign(BODY, SECRET), shop=SHOP
@@ -225,7 +225,7 @@ def stored_count(target: str, tag: str) -> int:
 
         return Delivery.objects.filter(webhook_id__startswith=f"{tag}-").count()
     if target == "verify+enqueue":
-        from automation.queues import default_queue
+        from automation.platform.queues import default_queue
 
         return default_queue().count
     return -1

@@ -26,9 +26,12 @@ INTAKE_RULES = [
         "DatabaseWrapper.is_usable (django/db/backends/postgresql",
         "PostgreSQL: health check SELECT 1",
     ),
-    ("insert (automation/rows.py", "PostgreSQL: INSERT (autocommit, round trip)"),
-    ("enqueue_delivery (automation/scheduling.py", "Redis: enqueue the job (RQ + round trip)"),
-    ("verify (automation/sources/shopify.py", "verify: HMAC, headers, JSON check"),
+    ("insert (automation/platform/rows.py", "PostgreSQL: INSERT (autocommit, round trip)"),
+    (
+        "enqueue_delivery (automation/platform/scheduling.py",
+        "Redis: enqueue the job (RQ + round trip)",
+    ),
+    ("verify (automation/intake/sources/shopify.py", "verify: HMAC, headers, JSON check"),
     ("(prometheus_client/", "metrics: prometheus_client"),
     ("close_graceful (gunicorn/util.py", "gunicorn: lingering close (waits for client FIN)"),
 ]
@@ -39,11 +42,14 @@ WORKER_RULES = [
     ),
     ("BaseConnection._start_query (psycopg", "PostgreSQL: BEGIN (atomic block)"),
     ("BaseDatabaseWrapper.commit (django", "PostgreSQL: COMMIT"),
-    ("claim (automation/inbox.py", "job: claim UPDATE … RETURNING"),
+    ("claim (automation/intake/inbox.py", "job: claim UPDATE … RETURNING"),
     ("store_levels (automation/stock/levels.py", "job: stale-guard upsert"),
-    ("send_status (automation/ads.py", "job: Ads call (dry run: one log line)"),
-    ("send_logged (automation/ads.py", "job: AdGroupAction INSERT, confirmed status"),
-    ("_finish (automation/inbox.py", "job: outcome UPDATE"),
+    ("send_status (automation/google_ads/statuses.py", "job: Ads call (dry run: one log line)"),
+    (
+        "send_logged (automation/google_ads/statuses.py",
+        "job: AdGroupAction INSERT, confirmed status",
+    ),
+    ("_finish (automation/intake/inbox.py", "job: outcome UPDATE"),
     ("lock_products (automation/stock/apply.py", "job: SELECT … FOR UPDATE watched products"),
     ("watching (automation/stock/facts.py", "job: watched products of the item"),
     ("evaluate (automation/stock/apply.py", "job: the product's stock decided and stored"),
@@ -216,7 +222,7 @@ def profile_worker(procs: Processes, seconds: float, backlog: int = 2000) -> Bre
     from datetime import UTC, datetime
 
     from automation.models import Delivery
-    from automation.scheduling import enqueue_delivery
+    from automation.platform.scheduling import enqueue_delivery
     from bench import reaction
 
     items = reaction.watch_items()

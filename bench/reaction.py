@@ -135,7 +135,7 @@ def level_body(n: int, items: list[int], at: datetime, rng: random.Random) -> by
 
 def request_bytes(port: int, body: bytes, webhook_id: str, triggered: datetime) -> bytes:
     """One delivery as Shopify sends it: HMAC of the body, new connection, Connection: close."""
-    from automation.sources.shopify import sign
+    from automation.intake.sources.shopify import sign
 
     head = (
         "POST /webhooks/shopify/ HTTP/1.1\r\n"

@@ -4,7 +4,7 @@ Why: the nightly reconcile reads every inventory level from Shopify, and Shopify
 calculated query cost (Standard plan: a 1,000-point bucket refilled at 100 points per second).
 Whatever the adapter does, the bucket allows no faster than (total actual cost − initial bucket) ÷
 restore rate: the throttle floor. This measures how close the adapter's pacing gets to it, over
-the real HTTP path against the local stand-in (tests/shopify_standin.py) on a real clock.
+the real HTTP path against the local stand-in (tests/support/shopify_standin.py) on a real clock.
 Target: elapsed ≤ 1.2 × the floor.
 
 Run from the project root: `python bench/reconcile.py [--items 2000] [--locations 3]`.
@@ -48,8 +48,8 @@ def collect(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from automation.adapters.shopify_admin import ShopifyAdmin
-    from tests.shopify_standin import TOKEN, ShopifyStandIn
+    from automation.shopify.admin import ShopifyAdmin
+    from tests.support.shopify_standin import TOKEN, ShopifyStandIn
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one access-log line per query
 

@@ -158,7 +158,7 @@ def slow_head(port: int) -> bytes:
 
 def delivery(port: int, n: int, tag: str, secret: str, shop: str) -> bytes:
     """The n-th legitimate delivery as Shopify sends it: signed body, new connection."""
-    from automation.sources.shopify import sign
+    from automation.intake.sources.shopify import sign
 
     now = datetime.now(UTC)
     item = 271878346596000000 + n

@@ -11,9 +11,9 @@ import os
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from automation import scheduling
-from automation.exceptions import WebhookRejected
-from automation.sources import shopify
+from automation.intake.sources import shopify
+from automation.platform import scheduling
+from automation.platform.exceptions import WebhookRejected
 
 # Job numbers no delivery row will have, unique per gunicorn worker (the jobs never run).
 _job_numbers = itertools.count()

@@ -131,7 +131,7 @@ def quiet_console_logs() -> None:
 
 def bench_queue() -> Any:
     """The app's default queue on the bench Redis DB, refusing DBs that belong to others."""
-    from automation.queues import default_queue
+    from automation.platform.queues import default_queue
 
     queue = default_queue()
     db = int(queue.connection.connection_pool.connection_kwargs.get("db", 0))
@@ -214,7 +214,7 @@ def store_deliveries(bodies: list[bytes]) -> list[int]:
 
 def enqueue_inventory(count: int, locations: int, seed: int) -> list[str]:
     """Store N deliveries and enqueue each through the app's real path; returns the job ids."""
-    from automation.scheduling import enqueue_delivery, job_id_for
+    from automation.platform.scheduling import enqueue_delivery, job_id_for
 
     ids = store_deliveries(level_bodies(count, locations, seed))
     if not all(enqueue_delivery(pk) for pk in ids):

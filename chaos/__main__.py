@@ -7,8 +7,8 @@ import signal
 import sys
 from types import FrameType
 
-from .params import parse
-from .run import run
+from chaos.params import parse
+from chaos.run import run
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

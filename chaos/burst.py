@@ -23,8 +23,8 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext
 
-from . import observe, payloads
-from .generator import LevelChange, Send
+from chaos import observe, payloads
+from chaos.generator import LevelChange, Send
 
 BRAKE_WINDOW_MINUTES = 1
 
@@ -118,10 +118,10 @@ def run(harness: Any, scenario: Any, redis: Any, t0: float, settle_timeout: floa
     """Restock, wait for the window, burst, count, apply all; see the module docstring."""
     from django.test.utils import override_settings
 
-    from automation import ads
+    from automation.google_ads import statuses as ads
     from automation.models import BrakeSettings, Delivery, HeldChange
     from automation.stock import brake, held_changes
-    from tests.ads_standin import make_test_client
+    from tests.support.ads_standin import make_test_client
 
     # Every item, the removed ad group's too: it is skipped, so it is neither paused nor held.
     items = sorted({g.item for g in scenario.watched})

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import requests
 
-from . import payloads
-from .generator import CheckoutVersion, OrderPlaced, Scenario, Send
+from chaos import payloads
+from chaos.generator import CheckoutVersion, OrderPlaced, Scenario, Send
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from . import shop
-from .params import Params
+from chaos import shop
+from chaos.params import Params
 
 OPENING_AT = -6 * 3600.0  # the stock levels Shopify had before the day began
 OUTAGE_SECONDS = {True: 2.0, False: 3.0}  # by `short`

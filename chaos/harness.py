@@ -27,11 +27,11 @@ from pathlib import Path
 import requests
 from redis import Redis
 
-from . import burst, observe, payloads, shop
-from .generator import OrderPlaced, Scenario, WatchedAdGroup
-from .params import Params
-from .processes import ROOT, ChaosDatabase, PrivateRedis, Supervisor
-from .standins import (
+from chaos import burst, observe, payloads, shop
+from chaos.generator import OrderPlaced, Scenario, WatchedAdGroup
+from chaos.params import Params
+from chaos.processes import ROOT, ChaosDatabase, PrivateRedis, Supervisor
+from chaos.standins import (
     SHOPIFY_TOKEN,
     STRIPE_API_KEY,
     ChaosAds,
@@ -327,8 +327,8 @@ class Harness:
         """
         from django.db import transaction
 
-        from automation import promotions
         from automation.models import Promotion, PromotionAdGroup
+        from automation.promotions import edges as promotions
 
         end = payloads.instant(math.ceil(t0 + self.scenario.promotion_end), 0)
         start = (payloads.instant(t0, 0) - timedelta(hours=1)).replace(second=0, microsecond=0)

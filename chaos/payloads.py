@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
-from . import shop
-from .generator import (
+from chaos import shop
+from chaos.generator import (
     FAR_FUTURE,
     CheckoutVersion,
     FutureLevel,

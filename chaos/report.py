@@ -16,21 +16,21 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext
 
-from . import payloads, shop
-from .burst import BurstFacts
-from .driver import Record
-from .generator import LevelChange, OrderPlaced, Scenario
-from .observe import Snapshot
-from .standins import Mail
-from .truth import MISSING, Truth
+from chaos import payloads, shop
+from chaos.burst import BurstFacts
+from chaos.driver import Record
+from chaos.generator import LevelChange, OrderPlaced, Scenario
+from chaos.observe import Snapshot
+from chaos.standins import Mail
+from chaos.truth import MISSING, Truth
 
 UNFINISHED = {"received", "processing", "failed"}
 
 
 def _future_reason(stamp: str) -> str:
-    """The reason a level stamped `stamp` is refused (automation.sources.fields), in the
+    """The reason a level stamped `stamp` is refused (automation.intake.sources.fields), in the
     language the workers write it in."""
-    from automation.sources import parse_timestamp
+    from automation.intake.sources import parse_timestamp
 
     instant = parse_timestamp(stamp)
     shown = instant.isoformat() if instant is not None else stamp

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
-from . import burst, observe, report
-from .driver import Driver
-from .generator import generate
-from .harness import Harness
-from .params import Params
-from .truth import derive
+from chaos import burst, observe, report
+from chaos.driver import Driver
+from chaos.generator import generate
+from chaos.harness import Harness
+from chaos.params import Params
+from chaos.truth import derive
 
 
 def run(params: Params) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from automation.decisions import DEFAULT_HOLDOUT_SHARE, MarginRule, Probabilities
+from automation.reminders.rules import DEFAULT_HOLDOUT_SHARE, MarginRule, Probabilities
 
 SHOP_DOMAIN = "elbkerzen.myshopify.com"
 SHOPIFY_SECRET = "chaos_shopify_secret"  # noqa: S105 (a throwaway secret of the run)

@@ -24,14 +24,13 @@ from typing import Any
 import grpc
 from aiosmtpd.controller import Controller
 
-from tests.ads_standin import FAILURE_KEY, AdsStandIn, _failure, ads_errors
-from tests.shopify_standin import TOKEN, ShopifyStandIn
+from chaos import shop
+from tests.support.ads_standin import FAILURE_KEY, AdsStandIn, _failure, ads_errors
+from tests.support.shopify_standin import TOKEN, ShopifyStandIn
 from tests.support.vendors import STRIPE_KEY, StripeStandIn
 
-from . import shop
-
 STATUS_NAMES = {2: "ENABLED", 3: "PAUSED"}  # AdGroupStatusEnum values
-# The transient answers of tests/ads_standin.py, each with its source there:
+# The transient answers of tests/support/ads_standin.py, each with its source there:
 # UNAVAILABLE/TRANSIENT_ERROR, INTERNAL_ERROR, RESOURCE_TEMPORARILY_EXHAUSTED (no delay named),
 # DatabaseError.CONCURRENT_MODIFICATION ("Retry the request"), and QuotaError.RESOURCE_EXHAUSTED
 # without a retry_delay (retried in Google's examples/error_handling/handle_rate_exceeded_error.py;

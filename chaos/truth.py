@@ -4,9 +4,9 @@ Stock truth comes from the whole log (the reconciliation reads Shopify's true st
 must not matter in the end). Before the reconciliation the system can only know what reached
 it, so that expectation is computed from the delivered sends. Reminders are computed from what
 reached the system too: a checkout whose every version was dropped is unknown, and a dropped
-order cannot stop a reminder. The arm comes from `automation.decisions.choose_reminder` with
+order cannot stop a reminder. The arm comes from `automation.reminders.rules.choose_reminder` with
 the shop's own margin rules and probabilities: the expected-value rule itself is not re-derived.
-A checkout the holdout draw (`automation.decisions.in_holdout`, the shop's salt and share)
+A checkout the holdout draw (`automation.reminders.rules.in_holdout`, the shop's salt and share)
 keeps from a mail is due nothing: its arm is `holdout`. A level stamped in the future is no
 level at all: it must be refused, and the real levels alone decide its item's ad groups.
 """
@@ -17,10 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
-from automation.decisions import Basket, Line, choose_reminder, in_holdout
-
-from . import shop
-from .generator import (
+from automation.reminders.rules import Basket, Line, choose_reminder, in_holdout
+from chaos import shop
+from chaos.generator import (
     OPENING_AT,
     CheckoutVersion,
     FutureLevel,

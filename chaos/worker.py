@@ -1,7 +1,7 @@
 """Test harness, not product code: run a management command aimed at the chaos Ads stand-in.
 
 `python -m chaos.worker rqworker ...` and `python -m chaos.worker reconcile` run the very same
-management commands as production, with one difference: `automation.ads.google_client` returns
+management commands as production, with one difference: `automation.google_ads.statuses.google_client` returns
 a GoogleAdsClient built offline for the local gRPC stand-in (`CHAOS_ADS_ENDPOINT`, trusted via
 GRPC_DEFAULT_SSL_ROOTS_FILE_PATH), because the production client refreshes OAuth over the net.
 
@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from automation.workers import Worker
+from automation.platform.workers import Worker
 
 
 class ChaosWorker(Worker):
@@ -33,12 +33,12 @@ class ChaosWorker(Worker):
 
 @functools.cache
 def _standin_client() -> Any:
-    """The real GoogleAdsClient, offline, for the stand-in (as tests/ads_standin.py builds it)."""
+    """The real GoogleAdsClient, offline, for the stand-in (as tests/support/ads_standin.py builds it)."""
     from google.ads.googleads.client import GoogleAdsClient
     from google.oauth2.credentials import Credentials
 
-    from automation.adapters.google_ads import API_VERSION
-    from tests.ads_standin import DEVELOPER_TOKEN, LOGIN_CUSTOMER_ID
+    from automation.google_ads.adapter import API_VERSION
+    from tests.support.ads_standin import DEVELOPER_TOKEN, LOGIN_CUSTOMER_ID
 
     return GoogleAdsClient(
         credentials=Credentials(token="x"),  # noqa: S106 (the stand-in checks no token)
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
     django.setup()
     from django.core.management import execute_from_command_line
 
-    from automation import ads
+    from automation.google_ads import statuses as ads
 
     ads.google_client = _standin_client
     execute_from_command_line(["manage.py", *argv])

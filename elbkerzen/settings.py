@@ -36,7 +36,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     # django.contrib.admin with the shop's site (sections, technical records for superusers)
-    "automation.admin_site.ShopAdminConfig",
+    "automation.ui.admin_site.ShopAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -63,7 +63,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # After sign-in, a staff user without an address is asked for one once (alerts reach them).
-    "automation.setup.first_login.FirstLoginMiddleware",
+    "automation.ui.setup.first_login.FirstLoginMiddleware",
     # Last, as django-axes asks: it turns a lockout flagged during the login into a 429.
     "axes.middleware.AxesMiddleware",
 ]
@@ -88,7 +88,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 # The notice bar of the admin's pages (lazy: read only where it is shown).
-                "automation.notices.context",
+                "automation.ui.notices.context",
             ],
         },
     },
@@ -110,7 +110,7 @@ DATABASE_CONNECT_TIMEOUT = env.int("DATABASE_CONNECT_TIMEOUT", default=5)
 # intake's write transaction waits at most INTAKE_DB_LOCK_TIMEOUT_MS for a lock and
 # INTAKE_DB_STATEMENT_TIMEOUT_MS per statement, then answers 503 (the sender retries, nothing
 # is lost) well within Shopify's 5 s; an RQ worker's connection gets the longer WORKER_* ones.
-# Milliseconds; 0 turns one off. automation/db_timeouts.py applies them.
+# Milliseconds; 0 turns one off. automation/platform/db_timeouts.py applies them.
 INTAKE_DB_LOCK_TIMEOUT_MS = env.int("INTAKE_DB_LOCK_TIMEOUT_MS", default=300)
 INTAKE_DB_STATEMENT_TIMEOUT_MS = env.int("INTAKE_DB_STATEMENT_TIMEOUT_MS", default=2000)
 WORKER_DB_LOCK_TIMEOUT_MS = env.int("WORKER_DB_LOCK_TIMEOUT_MS", default=30_000)
@@ -125,7 +125,7 @@ for _name in (
         raise ImproperlyConfigured(f"set {_name} to 0 (no limit) or a number of milliseconds")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg prepares a statement after this many runs on a connection; only the statements
-    # `automation.rows` sends on psycopg's own cursor qualify (Django's cursors bind client-side
+    # `automation.platform.rows` sends on psycopg's own cursor qualify (Django's cursors bind client-side
     # and never prepare): the intake's INSERT then skips PostgreSQL's parse and plan. Off
     # (`DATABASE_PREPARED_STATEMENTS=false`) behind a PgBouncer in transaction mode before 1.21.
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
@@ -168,23 +168,23 @@ STORAGES = {
 # --- REST API: token authentication, staff with the model's permissions -------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "automation.api.authentication.ThrottledTokenAuthentication",
+        "automation.ui.api.authentication.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Both must pass: staff, and the Django permission the admin would ask for (view for reads).
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAdminUser",
-        "automation.api.permissions.ModelPermissions",
+        "automation.ui.api.permissions.ModelPermissions",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's defaults, with a JSON parser that answers absurd nesting with 400, not 500.
     "DEFAULT_PARSER_CLASSES": [
-        "automation.api.parsers.JSONParser",
+        "automation.ui.api.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    # Page size and its maximum: automation/api/pagination.py.
-    "DEFAULT_PAGINATION_CLASS": "automation.api.pagination.LimitOffsetPagination",
+    # Page size and its maximum: automation/ui/api/pagination.py.
+    "DEFAULT_PAGINATION_CLASS": "automation.ui.api.pagination.LimitOffsetPagination",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
@@ -203,7 +203,7 @@ SPECTACULAR_SETTINGS = {
 # Reverse proxies in front of gunicorn that set or append the caller's address in
 # X-Forwarded-For (nginx: `$remote_addr` or `$proxy_add_x_forwarded_for`). 0: the caller is
 # REMOTE_ADDR and X-Forwarded-For is ignored, since anyone can send one. N: the N-th address
-# from the right, the one our own outermost proxy saw (automation/api/authentication.client_ip).
+# from the right, the one our own outermost proxy saw (automation/ui/api/authentication.client_ip).
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # django-axes (https://django-axes.readthedocs.io/en/latest/4_configuration.html): after
 # AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is refused
@@ -214,7 +214,7 @@ AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.int("LOGIN_COOLOFF_MINUTES", default=15) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "automation.api.authentication.client_ip"
+AXES_CLIENT_IP_CALLABLE = "automation.ui.api.authentication.client_ip"
 # Wrong API tokens: after API_AUTH_FAILURE_LIMIT of them from one address within
 # API_AUTH_FAILURE_WINDOW seconds, every token from that address (a correct one too) gets 429
 # with Retry-After until the window ends. Counted in Redis, shared by all gunicorn workers.
@@ -335,7 +335,7 @@ GOOGLE_ADS_CUSTOMER_ID = env.str("GOOGLE_ADS_CUSTOMER_ID", default="").replace("
 # GOOGLE_ADS_* variables (a YAML file's own `use_proto_plus` key wins). Both settings work.
 GOOGLE_ADS_USE_PROTO_PLUS = env.bool("GOOGLE_ADS_USE_PROTO_PLUS", default=True)
 # The client's credentials from the environment; each wins over what the set-up page stored
-# (automation/connections.py). The SDK also reads other GOOGLE_ADS_* variables itself.
+# (automation/platform/connections.py). The SDK also reads other GOOGLE_ADS_* variables itself.
 GOOGLE_ADS_DEVELOPER_TOKEN = env.str("GOOGLE_ADS_DEVELOPER_TOKEN", default="")
 GOOGLE_ADS_CLIENT_ID = env.str("GOOGLE_ADS_CLIENT_ID", default="")
 GOOGLE_ADS_CLIENT_SECRET = env.str("GOOGLE_ADS_CLIENT_SECRET", default="")
@@ -349,7 +349,7 @@ GOOGLE_OAUTH_TOKEN_URI = env.str(
     "GOOGLE_OAUTH_TOKEN_URI", default="https://oauth2.googleapis.com/token"
 )
 # The SDK's secrets from the environment, listed so that a vendor's error text is logged with
-# them masked (automation/masking.py; stored ones are added there).
+# them masked (automation/platform/masking.py; stored ones are added there).
 GOOGLE_ADS_SECRETS = [
     value
     for value in (
@@ -471,9 +471,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {
-        "delivery": {"()": "automation.log_context.DeliveryIdFilter"},
-        "redact": {"()": "automation.log_context.RedactEmailsFilter"},
-        "secrets": {"()": "automation.log_context.MaskSecretsFilter"},
+        "delivery": {"()": "automation.platform.log_context.DeliveryIdFilter"},
+        "redact": {"()": "automation.platform.log_context.RedactEmailsFilter"},
+        "secrets": {"()": "automation.platform.log_context.MaskSecretsFilter"},
     },
     "formatters": {
         "plain": {
@@ -497,5 +497,5 @@ LOGGING = {
 
 # Prometheus scrapes /metrics with this bearer token (it also shows /healthz's parts). Unset,
 # only a caller on this host that did not come through a proxy (no X-Forwarded-*/Forwarded/
-# X-Real-IP header) may scrape. Behind a proxy, set it (automation/views.monitoring_refusal).
+# X-Real-IP header) may scrape. Behind a proxy, set it (automation/intake/views.monitoring_refusal).
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

@@ -19,9 +19,10 @@ from django_rq import urls as rq_urls
 from django_rq.admin import QueueAdmin
 from django_rq.models import Dashboard
 
-from automation import mail_intake, views
-from automation.dashboard import demo as dashboard_demo
-from automation.dashboard import views as dashboard_views
+from automation.intake import mail_service_views as mail_intake
+from automation.intake import views
+from automation.ui.dashboard import demo as dashboard_demo
+from automation.ui.dashboard import views as dashboard_views
 
 
 def superuser_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -98,13 +99,13 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.prometheus_metrics, name="metrics"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
-    path("api/", include("automation.api.urls")),
+    path("api/", include("automation.ui.api.urls")),
     path("admin/rq/", include((superuser_patterns(rq_urls.urlpatterns), rq_urls.app_name))),
     path("admin/dashboard/", dashboard_views.dashboard, name="dashboard"),
-    path("admin/setup/", include("automation.setup.urls")),
+    path("admin/setup/", include("automation.ui.setup.urls")),
     path("admin/dashboard/demo/remove/", dashboard_demo.remove_view, name="dashboard-demo-remove"),
     path("admin/", admin.site.urls),
 ]
 
 # A permission error (admin, set-up, RQ dashboard) is a German page with a way back.
-handler403 = "automation.admin_site.permission_denied"
+handler403 = "automation.ui.admin_site.permission_denied"

@@ -10,9 +10,11 @@ from django.utils import translation
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from automation import ads, connections, handling
-from automation.queues import default_queue, redis_client
-from tests.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
+from automation.google_ads import statuses as ads
+from automation.intake import handling
+from automation.platform import connections
+from automation.platform.queues import default_queue, redis_client
+from tests.support.ads_standin import AdsStandIn, make_test_client, trust_standin_cert
 from tests.support.imprint import give_imprint
 
 # `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile; `processes` and
@@ -32,7 +34,7 @@ def _assert_test_redis(client: Redis) -> None:
 @pytest.fixture(autouse=True)
 def _test_outbox_counts_as_mail_server(settings):
     """Django's test runner swaps in the in-memory mail backend, which production refuses
-    (EMAIL_REQUIRE_SERVER); tests/test_mail_production.py turns the refusal back on."""
+    (EMAIL_REQUIRE_SERVER); tests/reminders/test_deploy_checks.py turns the refusal back on."""
     settings.EMAIL_REQUIRE_SERVER = False
 
 
@@ -55,7 +57,7 @@ def _each_test_starts_in_the_default_language():
 
 @pytest.fixture(autouse=True)
 def _shop_has_an_imprint(request):
-    """Reminders need the merchant's imprint; tests/test_reminder_text.py takes it away."""
+    """Reminders need the merchant's imprint; tests/reminders/test_mail_text.py takes it away."""
     give_imprint(request)
 
 

@@ -29,9 +29,9 @@ import re
 
 from django.db import migrations
 
-from automation.addresses import address_key
-from automation.privacy import customer_id_ref, email_ref, phone_digits, phone_ref
-from automation.sources import load_body
+from automation.platform.addresses import address_key
+from automation.platform.pseudonyms import customer_id_ref, email_ref, phone_digits, phone_ref
+from automation.intake.sources import load_body
 
 CLAIM_PREFIX = "reminder-to:"
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -131,7 +131,7 @@ def rekey(apps, schema_editor):
     addresses |= set(SuppressedAddress.objects.values_list("email", flat=True))
     claim_map: dict[str, str] = {}
     for email in addresses:
-        inner = address_key(email) or email  # as automation.checkouts.address_claim_key
+        inner = address_key(email) or email  # as automation.reminders.checkouts.address_claim_key
         new = email_ref(inner)
         for old in _legacy_email_refs(inner):
             claim_map[old] = new

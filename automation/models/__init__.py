@@ -1,9 +1,15 @@
 """Models, one module per concept."""
 
-from .ads import AdGroupAction, AdGroupState, BrakeEpisode, BrakeSettings, HeldChange
-from .alerts import AlertSlot
-from .catalogue import Location, Product, Variant
-from .checkouts import (
+from automation.models.ads import (
+    AdGroupAction,
+    AdGroupState,
+    BrakeEpisode,
+    BrakeSettings,
+    HeldChange,
+)
+from automation.models.alerts import AlertSlot
+from automation.models.catalogue import Location, Product, Variant
+from automation.models.checkouts import (
     CheckoutState,
     Claim,
     DataRequest,
@@ -12,13 +18,13 @@ from .checkouts import (
     ReminderSettings,
     SuppressedAddress,
 )
-from .connections import ConnectionSettings
-from .dashboard import DashboardSettings
-from .deliveries import Delivery
-from .inventory import StockLevel
-from .promotions import Promotion, PromotionAdGroup
-from .reconcile import ReconcileRun
-from .watched import AdGroup, WatchedProduct
+from automation.models.connections import ConnectionSettings
+from automation.models.dashboard import DashboardSettings
+from automation.models.deliveries import Delivery
+from automation.models.inventory import StockLevel
+from automation.models.promotions import Promotion, PromotionAdGroup
+from automation.models.reconcile import ReconcileRun
+from automation.models.watched import AdGroup, WatchedProduct
 
 __all__ = [
     "AdGroup",

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from .singleton import SingletonSettings
+from automation.models.singleton import SingletonSettings
 
 DEFAULT_BRAKE_WINDOW_MINUTES = 10
 """The brake counts the pauses sent within this many minutes."""

@@ -9,8 +9,18 @@ from django.db.models.functions import Lower
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ..addresses import address_key, identifying_address
-from ..decisions import (
+from automation.models.singleton import SingletonSettings
+from automation.platform.addresses import address_key, identifying_address
+from automation.reminders.mail_text import (
+    DEFAULT_BODY,
+    DEFAULT_GREETING,
+    DEFAULT_SUBJECT,
+    validate_body,
+    validate_greeting,
+    validate_header_text,
+    validate_subject,
+)
+from automation.reminders.rules import (
     DEFAULT_ATTRIBUTION_WINDOW_DAYS,
     DEFAULT_DISCOUNT_RATE,
     DEFAULT_HOLDOUT_SHARE,
@@ -21,16 +31,6 @@ from ..decisions import (
     DEFAULT_P_PLAIN,
     DISCOUNT_COOLDOWN_DAYS,
 )
-from ..mail_text import (
-    DEFAULT_BODY,
-    DEFAULT_GREETING,
-    DEFAULT_SUBJECT,
-    validate_body,
-    validate_greeting,
-    validate_header_text,
-    validate_subject,
-)
-from .singleton import SingletonSettings
 
 _fraction = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
 
@@ -495,7 +495,7 @@ class SuppressedAddress(models.Model):
 
     def clean(self) -> None:
         """The merchant enters one plain address (`kim@example.org`); it is stored as the key
-        the reminders compare (automation/addresses.py)."""
+        the reminders compare (automation/platform/addresses.py)."""
         key = address_key(self.email)
         if key is None:
             raise ValidationError(

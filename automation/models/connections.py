@@ -1,14 +1,14 @@
 """The connections the merchant sets up on the set-up page (Shopify app, Google Ads sign-in,
 Stripe).
 
-Secrets are stored sealed (automation.secret_box), never as plain text; an environment variable
-of the same name wins over every field here (automation.connections decides).
+Secrets are stored sealed (automation.platform.secret_box), never as plain text; an environment variable
+of the same name wins over every field here (automation.platform.connections decides).
 """
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .singleton import SingletonSettings
+from automation.models.singleton import SingletonSettings
 
 
 class ConnectionSettings(SingletonSettings):

@@ -4,7 +4,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .singleton import SingletonSettings
+from automation.models.singleton import SingletonSettings
 
 DEFAULT_MANUAL_CHECK_HOURS = 43
 """The seed's shop owner noticed a sell-out after 43 hours on average, checking by hand."""

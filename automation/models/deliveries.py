@@ -79,7 +79,7 @@ class Delivery(models.Model):
         blank=True,
         help_text=_("What processing did, e.g. “total available 3”; errors go to “last error”."),
     )
-    # The result as a code with its values (automation/notes.py), shown in the reader's
+    # The result as a code with its values (automation/platform/notes.py), shown in the reader's
     # language; `result` keeps the English text. Null for rows written before, shown as stored.
     result_note = models.JSONField(verbose_name=_("result note"), null=True, blank=True)
     last_error = models.TextField(verbose_name=_("last error"), blank=True)
@@ -131,7 +131,7 @@ class Delivery(models.Model):
                 condition=Q(source="stripe") & ~Q(event_id=""),
                 name="delivery_unique_stripe_event",
             ),
-            # One row per mail-service event: the intake's key (automation/sources/mail_service.py).
+            # One row per mail-service event: the intake's key (automation/intake/sources/mail_service.py).
             models.UniqueConstraint(
                 fields=["topic", "webhook_id"],
                 condition=Q(source="mail_service"),

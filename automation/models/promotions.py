@@ -4,7 +4,11 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .inventory import ad_group_id_validator, customer_id_validator, default_customer_id
+from automation.models.inventory import (
+    ad_group_id_validator,
+    customer_id_validator,
+    default_customer_id,
+)
 
 
 def default_time_zone() -> str:

@@ -13,8 +13,12 @@ from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from .catalogue import Variant
-from .inventory import ad_group_id_validator, customer_id_validator, default_customer_id
+from automation.models.catalogue import Variant
+from automation.models.inventory import (
+    ad_group_id_validator,
+    customer_id_validator,
+    default_customer_id,
+)
 
 DEFAULT_CLICKS_PER_DAY = Decimal("40")
 """The seed's ad group: about 40 paid clicks a day; also the dashboard's rate for unknown groups."""

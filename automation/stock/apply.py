@@ -28,9 +28,9 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from .. import ads, alerts, notes
-from ..exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
-from ..models import (
+from automation.google_ads import statuses as ads
+from automation.intake.sources.shopify_inventory import LevelUpdate
+from automation.models import (
     AdGroup,
     AdGroupAction,
     Delivery,
@@ -38,9 +38,10 @@ from ..models import (
     StockLevel,
     WatchedProduct,
 )
-from ..sources.shopify_inventory import LevelUpdate
-from . import brake, facts, levels, rule
-from .facts import Key
+from automation.platform import alerts, notes
+from automation.platform.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
+from automation.stock import brake, facts, levels, rule
+from automation.stock.facts import Key
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
-from .. import alerts, notes, rows
-from ..models import AdGroup, AdGroupAction, BrakeEpisode, BrakeSettings, HeldChange
+from automation.models import AdGroup, AdGroupAction, BrakeEpisode, BrakeSettings, HeldChange
+from automation.platform import alerts, notes, rows
 
 Result = AdGroupAction.Result
 Source = AdGroupAction.Source

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Location, Product, Variant, WatchedProduct
+from automation.models import Location, Product, Variant, WatchedProduct
 
 TITLE_LENGTH = Product._meta.get_field("title").max_length
 

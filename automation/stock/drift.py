@@ -18,12 +18,12 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import ads
-from ..display_names import plain
-from ..exceptions import PermanentAdsError, TransientAdsError
-from ..models import AdGroup, AdGroupAction, PromotionAdGroup
-from . import apply
-from .facts import Key
+from automation.google_ads import statuses as ads
+from automation.models import AdGroup, AdGroupAction, PromotionAdGroup
+from automation.platform.display_names import plain
+from automation.platform.exceptions import PermanentAdsError, TransientAdsError
+from automation.stock import apply
+from automation.stock.facts import Key
 
 RECONCILE = AdGroupAction.Source.RECONCILE
 

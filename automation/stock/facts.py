@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.db.models import Q, QuerySet
 
-from ..models import (
+from automation.models import (
     AdGroup,
     Location,
     Product,
@@ -21,7 +21,7 @@ from ..models import (
     Variant,
     WatchedProduct,
 )
-from . import rule
+from automation.stock import rule
 
 Key = tuple[str, str]
 """An ad group: (customer id, ad group id)."""

@@ -12,14 +12,19 @@ from dataclasses import replace
 
 from django.db import transaction
 
-from .. import alerts, shopify_access
-from ..adapters.shopify_admin import ShopifyAdminError
-from ..handling import Outcome, handles, handles_batch
-from ..models import AdGroupAction, Delivery, WatchedProduct
-from ..notes import Note, join, note
-from ..sources.shopify_inventory import LevelUpdate
-from ..sources.shopify_products import LevelDisconnected, ProductDeleted, ProductUpdate
-from . import apply, catalogue, levels
+from automation.intake.handling import Outcome, handles, handles_batch
+from automation.intake.sources.shopify_inventory import LevelUpdate
+from automation.intake.sources.shopify_products import (
+    LevelDisconnected,
+    ProductDeleted,
+    ProductUpdate,
+)
+from automation.models import AdGroupAction, Delivery, WatchedProduct
+from automation.platform import alerts
+from automation.platform.notes import Note, join, note
+from automation.shopify import access as shopify_access
+from automation.shopify.admin import ShopifyAdminError
+from automation.stock import apply, catalogue, levels
 
 WEBHOOK = AdGroupAction.Source.WEBHOOK
 

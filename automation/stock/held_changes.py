@@ -14,8 +14,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from ..models import BrakeEpisode, BrakeSettings, HeldChange
-from .apply import Settled, lock_ad_groups, settle
+from automation.models import BrakeEpisode, BrakeSettings, HeldChange
+from automation.stock.apply import Settled, lock_ad_groups, settle
 
 Resolution = HeldChange.Resolution
 

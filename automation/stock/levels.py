@@ -12,9 +12,9 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from .. import rows
-from ..models import StockLevel
-from ..sources.shopify_inventory import LevelUpdate
+from automation.intake.sources.shopify_inventory import LevelUpdate
+from automation.models import StockLevel
+from automation.platform import rows
 
 
 def store_levels(updates: Sequence[LevelUpdate]) -> list[bool]:

@@ -4,8 +4,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import AdGroup, AdGroupAction
-from . import apply
+from automation.models import AdGroup, AdGroupAction
+from automation.stock import apply
 
 MANUAL = AdGroupAction.Source.MANUAL
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from django.utils import formats
 from django.utils.translation import gettext
 
-from .. import notes
+from automation.platform import notes
 
 PAUSED = "PAUSED"
 ENABLED = "ENABLED"

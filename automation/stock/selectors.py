@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from ..models import AdGroup, AdGroupAction, HeldChange, WatchedProduct
+from automation.models import AdGroup, AdGroupAction, HeldChange, WatchedProduct
 
 
 def _last_actions() -> QuerySet[AdGroupAction]:

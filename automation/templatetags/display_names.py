@@ -3,7 +3,7 @@
 from django import template
 from django.utils.safestring import SafeString
 
-from .. import display_names
+from automation.platform import display_names
 
 register = template.Library()
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from .. import page_access
+from automation.ui import page_access
 
 register = template.Library()
 

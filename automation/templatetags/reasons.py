@@ -1,8 +1,8 @@
-"""`{{ change|reason_shown }}`: a row's reason in the reader's language (automation/notes.py)."""
+"""`{{ change|reason_shown }}`: a row's reason in the reader's language (automation/platform/notes.py)."""
 
 from django import template
 
-from .. import notes
+from automation.platform import notes
 
 register = template.Library()
 

@@ -25,7 +25,7 @@ from automation.models import (
     WatchedProduct,
 )
 from automation.stock import apply, held_changes, manual
-from tests.signing import post_shopify
+from tests.support.signing import post_shopify
 from tests.support.watching import CUSTOMER, ad_group, watch
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,10 +11,10 @@ from django.core import mail
 from django.db import connection, transaction
 
 import automation
+from automation.intake.sources.shopify_inventory import LevelUpdate, parse_level
 from automation.models import AdGroupAction, Delivery, StockLevel, WatchedProduct
-from automation.sources.shopify_inventory import LevelUpdate, parse_level
 from automation.stock import apply, facts, levels
-from tests.signing import post_shopify
+from tests.support.signing import post_shopify
 from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)

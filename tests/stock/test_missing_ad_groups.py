@@ -5,9 +5,9 @@ against the gRPC stand-in)."""
 import pytest
 from django.core import mail
 
-from automation import reconcile
 from automation.models import AdGroup, AdGroupAction, Delivery
-from tests.signing import post_shopify
+from automation.reconcile import nightly as reconcile
+from tests.support.signing import post_shopify
 from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)

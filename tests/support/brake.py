@@ -2,8 +2,8 @@
 
 from datetime import datetime, timedelta
 
+from automation.intake.sources.shopify_inventory import LevelUpdate
 from automation.models import AdGroupAction, BrakeSettings, HeldChange
-from automation.sources.shopify_inventory import LevelUpdate
 from tests.support.levels import apply_level
 from tests.support.watching import watch
 

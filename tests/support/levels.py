@@ -2,8 +2,8 @@
 
 from django.db import transaction
 
+from automation.intake.sources.shopify_inventory import LevelUpdate
 from automation.models import Delivery
-from automation.sources.shopify_inventory import LevelUpdate
 from automation.stock import apply
 
 

@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from tests.shopify_standin import TOKEN, ShopifyStandIn
+from tests.support.shopify_standin import TOKEN, ShopifyStandIn
 
 PUBLIC = "https://automation.elbkerzen.example"
 CALLBACK = f"{PUBLIC}/webhooks/shopify/"

@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from bench.servers import Processes, Server, nginx_binary, start_gunicorn
-from tests.signing import SECRET, SHOP
+from tests.support.signing import SECRET, SHOP
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

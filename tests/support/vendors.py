@@ -1,6 +1,6 @@
 """The vendors a reminder asks "did the buyer pay meanwhile?", answering on 127.0.0.1.
 
-`not_bought` (a fixture) points our settings at a Shopify Admin stand-in (tests/shopify_standin.py,
+`not_bought` (a fixture) points our settings at a Shopify Admin stand-in (tests/support/shopify_standin.py,
 no orders unless a test adds one with `add_order`) and a Stripe stand-in whose sessions are
 expired unless a test completes one: so a test about reminders meets the vendors as production
 does, at the HTTP boundary, and a test about a paid buyer says so in the stand-in's data.
@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from werkzeug import Request, Response
 
-from tests.shopify_standin import TOKEN, ShopifyStandIn, serve_on_own_server
+from tests.support.shopify_standin import TOKEN, ShopifyStandIn, serve_on_own_server
 
 STRIPE_KEY = "sk_test_standin"  # noqa: S105 (a stand-in's key, not a secret)
 SESSION_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/stripe/checkout_session.json"

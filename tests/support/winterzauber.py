@@ -7,7 +7,7 @@ stand-in: the account's ad groups by campaign.
 
 from urllib.parse import urlencode
 
-from tests.shopify_standin import TOKEN, ShopifyStandIn, Variant
+from tests.support.shopify_standin import TOKEN, ShopifyStandIn, Variant
 
 CUSTOMER = "1234567890"
 PRODUCT = 7001

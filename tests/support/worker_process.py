@@ -17,7 +17,7 @@ WORKER_COMMAND = (
     "rqworker",
     "default",
     "--worker-class",
-    "automation.workers.Worker",
+    "automation.platform.workers.Worker",
 )
 
 

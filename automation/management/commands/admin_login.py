@@ -15,9 +15,8 @@ from django.core.management.base import BaseCommand, CommandError
 from redis.exceptions import RedisError
 from rq import Worker
 
-from automation.queues import redis_client
-
-from .demo_setup import ADMIN_URL, LOGIN_FILE, var_file
+from automation.management.commands.demo_setup import ADMIN_URL, LOGIN_FILE, var_file
+from automation.platform.queues import redis_client
 
 POLL_SECONDS = 0.25
 

@@ -1,7 +1,7 @@
 """Demo data and a local admin login, so `make run` shows a working shop at once.
 
 Besides the local shop's watched item, it makes 30 days of clearly labelled demo history
-(automation/dashboard/demo_history.py) so the dashboard's charts mean something on a fresh start;
+(automation/ui/dashboard/demo_history.py) so the dashboard's charts mean something on a fresh start;
 `--remove` deletes that history again (as does the dashboard's button). The login also goes to
 var/admin-login.txt (owner-only), which `admin_login` prints again once `make run` has started.
 """
@@ -16,9 +16,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from redis.exceptions import RedisError
 
-from automation import connections
-from automation.dashboard import demo, demo_history
 from automation.models import AdGroup, Product, ReminderSettings, Variant, WatchedProduct
+from automation.platform import connections
+from automation.ui.dashboard import demo, demo_history
 
 DEMO_CUSTOMER_ID = "1234567890"
 ADMIN_URL = "http://127.0.0.1:8000/admin/"

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from automation import reconcile
+from automation.reconcile import nightly as reconcile
 
 
 class Command(BaseCommand):

@@ -19,8 +19,8 @@ from django.core.management.base import BaseCommand, CommandError, DjangoHelpFor
 from django.urls import reverse
 from django.utils import timezone
 
-from automation import connections
-from automation.sources import load_body, shopify, stripe
+from automation.intake.sources import load_body, shopify, stripe
+from automation.platform import connections
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SHOPIFY_SAMPLES = SAMPLES / "shopify"

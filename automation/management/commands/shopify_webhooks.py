@@ -2,8 +2,9 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from automation import reconcile, shopify_access
-from automation.adapters.shopify_admin import ShopifyAdminError
+from automation.reconcile import nightly as reconcile
+from automation.shopify import access as shopify_access
+from automation.shopify.admin import ShopifyAdminError
 
 
 class Command(BaseCommand):

@@ -1,0 +1,4 @@
+"""Promotions (Rabattaktionen): their start and end edges at Berlin instants.
+
+Imports stock (through `stock.apply`), platform and models; never ui.
+"""
