@@ -13,8 +13,11 @@ class AutomationConfig(AppConfig):
         from automation.intake import mail_service_views as mail_intake  # noqa: F401
         from automation.platform import connections, masking  # noqa: F401
         from automation.privacy import redaction as privacy  # noqa: F401
-        from automation.reminders import bounces, checkouts  # noqa: F401
-        from automation.reminders import deploy_checks as checks
+        from automation.reminders import (  # noqa: F401
+            bounces,
+            checkouts,
+            deploy_checks,  # noqa: F401
+        )
         from automation.stock import handlers  # noqa: F401
 
         masking.SECRET_SOURCES.append(connections.seen_secrets)

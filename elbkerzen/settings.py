@@ -497,5 +497,5 @@ LOGGING = {
 
 # Prometheus scrapes /metrics with this bearer token (it also shows /healthz's parts). Unset,
 # only a caller on this host that did not come through a proxy (no X-Forwarded-*/Forwarded/
-# X-Real-IP header) may scrape. Behind a proxy, set it (automation/intake/views.monitoring_refusal).
+# X-Real-IP header) may scrape. Behind a proxy, set it (automation/ui/health.monitoring_refusal).
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

@@ -21,6 +21,8 @@ from django_rq.models import Dashboard
 
 from automation.intake import mail_service_views as mail_intake
 from automation.intake import views
+from automation.reminders import views as reminder_views
+from automation.ui import health
 from automation.ui.dashboard import demo as dashboard_demo
 from automation.ui.dashboard import views as dashboard_views
 
@@ -96,9 +98,9 @@ urlpatterns = [
             )
         ),
     ),
-    path("healthz", views.healthz, name="healthz"),
-    path("metrics", views.prometheus_metrics, name="metrics"),
-    path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
+    path("healthz", health.healthz, name="healthz"),
+    path("metrics", health.prometheus_metrics, name="metrics"),
+    path("unsubscribe/<str:token>/", reminder_views.unsubscribe, name="unsubscribe"),
     path("api/", include("automation.ui.api.urls")),
     path("admin/rq/", include((superuser_patterns(rq_urls.urlpatterns), rq_urls.app_name))),
     path("admin/dashboard/", dashboard_views.dashboard, name="dashboard"),

@@ -25,8 +25,7 @@ from django.utils import formats, timezone, translation
 from django.utils.translation import gettext, ngettext
 
 from automation.models import AdGroup, AlertSlot, BrakeEpisode, Delivery, Promotion, WatchedProduct
-from automation.platform import notes
-from automation.reminders import mail as reminder_mail
+from automation.platform import mail_server, notes
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +89,7 @@ def send(subject: str, body: str) -> bool:
     if not to:
         logger.warning("alert not sent, nobody receives alerts: %s", subject)
         return False
-    problem = reminder_mail.mail_server_problem()
+    problem = mail_server.mail_server_problem()
     if problem:
         logger.warning("alert not sent, %s: %s", problem, subject)
         return False

@@ -11,7 +11,7 @@ import re
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from automation.platform.addresses import address_key, identifying_address
+from automation.platform.addresses import address_key
 
 # A phone number needs at least this many digits to be a usable key (shorter ones would join
 # unrelated customers).

@@ -14,14 +14,11 @@ rows only.
 
 import enum
 import logging
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
-from django.utils.crypto import salted_hmac
 
 from automation.intake.handling import Outcome, handles
 from automation.intake.sources.shopify_privacy import (
@@ -31,14 +28,11 @@ from automation.intake.sources.shopify_privacy import (
 )
 from automation.models import CheckoutState, DataRequest, Delivery, ReminderDecision
 from automation.platform import alerts, claims, notes
-from automation.platform.addresses import address_key, identifying_address
+from automation.platform.addresses import identifying_address
 from automation.platform.pseudonyms import (
-    customer_id_ref,
     mask_email,
     matching_refs,
     phone_digits,
-    phone_ref,
-    pseudonym,
 )
 from automation.shopify import access as shopify_access
 from automation.shopify.admin import ShopifyAdminError, ShopifyCredentialsError

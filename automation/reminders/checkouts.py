@@ -34,7 +34,7 @@ from automation.models import (
     SuppressedAddress,
 )
 from automation.models import MarginRule as MarginRuleRow
-from automation.platform import claims, scheduling
+from automation.platform import claims, mail_server, scheduling
 from automation.platform.addresses import address_key
 from automation.platform.notes import TEMPLATES, Note, join, note, reason_fields
 from automation.platform.pseudonyms import (
@@ -505,7 +505,7 @@ def skip_reason(checkout: CheckoutState, config: ReminderSettings) -> Note | str
         return note("no_recovery_link")
     if problem := recovery_link_problem(checkout.recovery_url, recovery_link_hosts(checkout)):
         return problem
-    if reminder_mail.mail_server_problem():
+    if mail_server.mail_server_problem():
         return NO_MAIL_SERVER
     if reminder_mail.imprint_missing(config):
         return IMPRINT_MISSING

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from automation.reminders import mail as reminder_mail
+from automation.platform.mail_server import mail_server_problem
 
 NO_MAIL_SERVER_ID = "automation.E001"
 MAIL_WEBHOOKS_CLOSED_ID = "automation.W001"
@@ -12,7 +12,7 @@ MAIL_WEBHOOKS_CLOSED_ID = "automation.W001"
 @register(Tags.security, deploy=True)
 def mail_server(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
     """Refuse a mail backend that reaches no one: reminders would land in the log, not the inbox."""
-    problem = reminder_mail.mail_server_problem(deploying=True)
+    problem = mail_server_problem(deploying=True)
     if not problem:
         return []
     return [

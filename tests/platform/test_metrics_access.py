@@ -8,8 +8,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from automation.intake import inbox
-from automation.intake.views import FORWARDED_HEADERS
 from automation.platform import metrics
+from automation.ui.health import FORWARDED_HEADERS
 from tests.support.signing import post_shopify
 
 pytestmark = pytest.mark.django_db(transaction=True)

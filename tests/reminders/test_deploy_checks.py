@@ -19,10 +19,10 @@ from django.core.management.base import SystemCheckError
 
 from automation.models import Claim, MarginRule, ReminderDecision, ReminderSettings
 from automation.platform import alerts
+from automation.platform.mail_server import NOT_A_MAIL_SERVER
 from automation.platform.notes import text_of
 from automation.reminders.checkouts import NO_MAIL_SERVER
 from automation.reminders.deploy_checks import NO_MAIL_SERVER_ID
-from automation.reminders.mail import NOT_A_MAIL_SERVER
 from tests.reminders.test_checkouts import EMAIL, checkout_body
 from tests.support.signing import post_shopify
 
@@ -69,7 +69,7 @@ def test_manage_check_deploy_with_debug_off(email_url, refused):
 
 @pytest.mark.parametrize(("debug", "refused"), [("0", True), ("1", False)])
 def test_debug_off_refuses_the_console_backend_and_development_keeps_it(debug, refused):
-    code = "from automation.reminders.mail import mail_server_problem; print(mail_server_problem())"
+    code = "from automation.platform.mail_server import mail_server_problem; print(mail_server_problem())"
     result = _manage("shell", "-v", "0", "-c", code, DEBUG=debug, EMAIL_URL="consolemail://")
 
     assert result.returncode == 0, result.stderr
