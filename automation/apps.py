@@ -1,4 +1,4 @@
-"""App configuration: loads the topic handlers and the system checks in every process."""
+"""App configuration: loads the topic handlers, the admin and the system checks in every process."""
 
 from django.apps import AppConfig
 
@@ -8,16 +8,15 @@ class AutomationConfig(AppConfig):
     verbose_name = "Elbkerzen Automation"
 
     def ready(self) -> None:
-        # register the topic handlers, the mail service's signal receiver and the deploy checks
-        # the secrets entered on the set-up page are masked in log text like configured ones
-        from automation.intake import mail_service_views as mail_intake  # noqa: F401
-        from automation.platform import connections, masking  # noqa: F401
-        from automation.privacy import redaction as privacy  # noqa: F401
-        from automation.reminders import (  # noqa: F401
-            bounces,
-            checkouts,
-            deploy_checks,  # noqa: F401
-        )
+        # Modules that register themselves when imported: the topic handlers (`@handles`), the
+        # mail service's signal receiver, the deploy checks and the ModelAdmins (ui/admin.py;
+        # Django's autodiscover looks only for automation/admin.py).
+        from automation.intake import mail_service_views  # noqa: F401
+        from automation.platform import connections, masking
+        from automation.privacy import redaction  # noqa: F401
+        from automation.reminders import bounces, checkouts, deploy_checks  # noqa: F401
         from automation.stock import handlers  # noqa: F401
+        from automation.ui import admin  # noqa: F401
 
+        # the secrets entered on the set-up page are masked in log text like configured ones
         masking.SECRET_SOURCES.append(connections.seen_secrets)

@@ -1,9 +1,10 @@
 """Test harness, not product code: run a management command aimed at the chaos Ads stand-in.
 
 `python -m chaos.worker rqworker ...` and `python -m chaos.worker reconcile` run the very same
-management commands as production, with one difference: `automation.google_ads.statuses.google_client` returns
-a GoogleAdsClient built offline for the local gRPC stand-in (`CHAOS_ADS_ENDPOINT`, trusted via
-GRPC_DEFAULT_SSL_ROOTS_FILE_PATH), because the production client refreshes OAuth over the net.
+management commands as production, with one difference:
+`automation.google_ads.statuses.google_client` returns a GoogleAdsClient built offline for the local
+gRPC stand-in (`CHAOS_ADS_ENDPOINT`, trusted via GRPC_DEFAULT_SSL_ROOTS_FILE_PATH), because the
+production client refreshes OAuth over the net.
 
 `ChaosWorker` is the product's worker class with the maintenance interval from
 CHAOS_RQ_MAINTENANCE_INTERVAL: the run compresses RQ's 10-minute maintenance cadence (which
@@ -33,7 +34,8 @@ class ChaosWorker(Worker):
 
 @functools.cache
 def _standin_client() -> Any:
-    """The real GoogleAdsClient, offline, for the stand-in (as tests/support/ads_standin.py builds it)."""
+    """The real GoogleAdsClient, offline, for the stand-in (as tests/support/ads_standin.py builds
+    it)."""
     from google.ads.googleads.client import GoogleAdsClient
     from google.oauth2.credentials import Credentials
 

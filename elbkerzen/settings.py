@@ -125,9 +125,9 @@ for _name in (
         raise ImproperlyConfigured(f"set {_name} to 0 (no limit) or a number of milliseconds")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg prepares a statement after this many runs on a connection; only the statements
-    # `automation.platform.rows` sends on psycopg's own cursor qualify (Django's cursors bind client-side
-    # and never prepare): the intake's INSERT then skips PostgreSQL's parse and plan. Off
-    # (`DATABASE_PREPARED_STATEMENTS=false`) behind a PgBouncer in transaction mode before 1.21.
+    # `automation.platform.rows` sends on psycopg's own cursor qualify (Django's cursors bind
+    # client-side and never prepare): the intake's INSERT then skips PostgreSQL's parse and plan.
+    # Off (`DATABASE_PREPARED_STATEMENTS=false`) behind a PgBouncer in transaction mode before 1.21.
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
         5 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
     )

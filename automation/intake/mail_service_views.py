@@ -3,8 +3,8 @@
 anymail's views at `/anymail/<service>/tracking/` check the basic auth (ANYMAIL_WEBHOOK_SECRET)
 and send its `tracking` signal once per event (anymail/webhooks/base.py, `post`). The receiver
 only stores the event in the inbox; the suppression happens in the delivery's job
-(automation/reminders/bounces.py). If storing fails, the error propagates: anymail answers 500 and the
-service delivers the event again ("Any other errors (e.g., in signal dispatch) will turn into
+(automation/reminders/bounces.py). If storing fails, the error propagates: anymail answers 500 and
+the service delivers the event again ("Any other errors (e.g., in signal dispatch) will turn into
 HTTP 500 responses ... ESPs generally treat that as 'try again later'", same file).
 """
 

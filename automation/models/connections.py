@@ -1,8 +1,8 @@
 """The connections the merchant sets up on the set-up page (Shopify app, Google Ads sign-in,
 Stripe).
 
-Secrets are stored sealed (automation.platform.secret_box), never as plain text; an environment variable
-of the same name wins over every field here (automation.platform.connections decides).
+Secrets are stored sealed (automation.platform.secret_box), never as plain text; an environment
+variable of the same name wins over every field here (automation.platform.connections decides).
 """
 
 from django.db import models

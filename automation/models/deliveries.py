@@ -131,7 +131,8 @@ class Delivery(models.Model):
                 condition=Q(source="stripe") & ~Q(event_id=""),
                 name="delivery_unique_stripe_event",
             ),
-            # One row per mail-service event: the intake's key (automation/intake/sources/mail_service.py).
+            # One row per mail-service event: the intake's key
+            # (automation/intake/sources/mail_service.py).
             models.UniqueConstraint(
                 fields=["topic", "webhook_id"],
                 condition=Q(source="mail_service"),

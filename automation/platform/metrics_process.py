@@ -29,8 +29,8 @@ def process_identifier(pid: int | None = None) -> str:
 def name_files_by_host_and_pid() -> None:
     """Make metrics created from now on write `<type>_<hostname>-<pid>.db`.
 
-    Must run before the first metric is created (automation/platform/metrics.py calls it first); only in
-    multiprocess mode (PROMETHEUS_MULTIPROC_DIR set), as prometheus_client itself decides.
+    Must run before the first metric is created (automation/platform/metrics.py calls it first);
+    only in multiprocess mode (PROMETHEUS_MULTIPROC_DIR set), as prometheus_client itself decides.
     """
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         values.ValueClass = values.MultiProcessValue(process_identifier)

@@ -50,8 +50,8 @@ def _identifiers(request: RedactRequest) -> list[str]:
 def handle_customer_redact(request: RedactRequest, delivery: Delivery) -> Outcome:
     """Delete the customer's checkouts and decisions, drop their raw bodies; by id, e-mail or
     phone, whichever the request carries."""
-    # Checkouts and decisions store the normalised address (automation/platform/addresses.py), bodies
-    # its pseudonym: both are found by the address's key, whatever spelling the request uses
+    # Checkouts and decisions store the normalised address (automation/platform/addresses.py),
+    # bodies its pseudonym: both are found by the address's key, whatever spelling the request uses
     # (an IDN domain in Unicode or in A-labels, a quoted local part, another case).
     email = identifying_address(request.email) or request.email
     refs = matching_refs(email, request.customer_id, request.phone)

@@ -1,5 +1,6 @@
 """The mail service's bounces and complaints: the handler that applies them to the suppression
-list, once the inbox has stored them (automation/intake/mail_service_views.py records, this module acts).
+list, once the inbox has stored them (automation/intake/mail_service_views.py records, this module
+acts).
 
 A hard bounce, a spam complaint or an unsubscribe at the service stops every future reminder to
 the address; a soft bounce or a deferral is temporary and changes nothing.

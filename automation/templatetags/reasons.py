@@ -1,4 +1,5 @@
-"""`{{ change|reason_shown }}`: a row's reason in the reader's language (automation/platform/notes.py)."""
+"""`{{ change|reason_shown }}`: a row's reason in the reader's language
+(automation/platform/notes.py)."""
 
 from django import template
 

@@ -1,5 +1,6 @@
 """`make test` with nothing set runs pytest beside a throwaway redis-server of its own
-(`python -m tests.support.private_redis`), which is gone afterwards; a REDIS_URL that is set wins."""
+(`python -m tests.support.private_redis`), which is gone afterwards; a REDIS_URL that is set
+wins."""
 
 import sys
 

@@ -4,9 +4,9 @@ and two ad groups by name, save; stock arrives by signed webhooks run by a worke
 column says per ad group what it does and which variant decided, raising "Pausieren bei" pauses
 both at once, a manual pause holds with its reason, and the dashboard opens.
 
-Chromium (Debian's /usr/bin/chromium) through Playwright, as tests/e2e/test_browser_threshold.py; the shop and
-the Ads account are the local stand-ins (tests/support/winterzauber.py). Screenshots go to
-test-results/. Skipped where Chromium is not installed.
+Chromium (Debian's /usr/bin/chromium) through Playwright, as tests/e2e/test_browser_threshold.py;
+the shop and the Ads account are the local stand-ins (tests/support/winterzauber.py). Screenshots go
+to test-results/. Skipped where Chromium is not installed.
 """
 
 import json

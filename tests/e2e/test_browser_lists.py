@@ -1,8 +1,8 @@
 """The merchant's lists fit a 1366 px screen: long results and reasons wrap inside their column
 instead of running out of it or widening the table past the screen.
 
-Runs with Debian's Chromium through Playwright, as tests/e2e/test_browser_threshold.py; skipped where it is not
-installed.
+Runs with Debian's Chromium through Playwright, as tests/e2e/test_browser_threshold.py; skipped
+where it is not installed.
 """
 
 import shutil

@@ -2,7 +2,8 @@
 (skipped here), the notice bar names the brake's held pauses, "Discard all" asks first and the
 notice is gone once decided.
 
-Runs with Debian's Chromium through Playwright like tests/e2e/test_browser_threshold.py; skipped without it.
+Runs with Debian's Chromium through Playwright like tests/e2e/test_browser_threshold.py; skipped
+without it.
 """
 
 from pathlib import Path

@@ -5,10 +5,10 @@ product is added by picking the product and its ad groups by name, the reminder 
 previewed and sent as a test to a local SMTP server, and a burst of sell-outs trips the brake:
 the notice bar and the status column say so, and "Alle anwenden" asks before it applies.
 
-Chromium (Debian's /usr/bin/chromium) through Playwright, as tests/e2e/test_browser_threshold.py. The vendors
-are the local stand-ins: the shop (tests/support/shopify_standin.py), Google Ads over gRPC
-(tests/support/ads_standin.py), Google's token endpoint (tests/google_ads/test_oauth.py) and a consent
-page that sends the browser back the way Google documents it
+Chromium (Debian's /usr/bin/chromium) through Playwright, as tests/e2e/test_browser_threshold.py.
+The vendors are the local stand-ins: the shop (tests/support/shopify_standin.py), Google Ads over
+gRPC (tests/support/ads_standin.py), Google's token endpoint (tests/google_ads/test_oauth.py) and a
+consent page that sends the browser back the way Google documents it
 (https://developers.google.com/identity/protocols/oauth2/web-server#handlingresponse: the
 redirect URI with `code` and the `state` it was given). Screenshots go to test-results/.
 """

@@ -77,8 +77,8 @@ def test_unstorable_text_ends_invalid_at_the_first_attempt(
 
 
 def test_a_lone_surrogate_in_the_address_is_never_retried_nor_mailed(client, queue, run_worker):
-    """The address is parsed at the edge (automation/platform/addresses.py): a lone surrogate makes it
-    no address, so the checkout is kept without one and gets no reminder, on the first try."""
+    """The address is parsed at the edge (automation/platform/addresses.py): a lone surrogate makes
+    it no address, so the checkout is kept without one and gets no reminder, on the first try."""
     delivery = signed_checkout(client, checkout_body(email="kundin\ud800@example.com"))
     run_worker()
 

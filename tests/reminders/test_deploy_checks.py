@@ -69,7 +69,10 @@ def test_manage_check_deploy_with_debug_off(email_url, refused):
 
 @pytest.mark.parametrize(("debug", "refused"), [("0", True), ("1", False)])
 def test_debug_off_refuses_the_console_backend_and_development_keeps_it(debug, refused):
-    code = "from automation.platform.mail_server import mail_server_problem; print(mail_server_problem())"
+    code = (
+        "from automation.platform.mail_server import mail_server_problem; "
+        "print(mail_server_problem())"
+    )
     result = _manage("shell", "-v", "0", "-c", code, DEBUG=debug, EMAIL_URL="consolemail://")
 
     assert result.returncode == 0, result.stderr

@@ -20,7 +20,8 @@ from automation.shopify.admin import (
 from automation.ui.dashboard import data
 from tests.support.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
 
-# Which way we reach the shop is read through automation.platform.connections, which asks the database.
+# Which way we reach the shop is read through automation.platform.connections, which asks the
+# database.
 pytestmark = pytest.mark.django_db
 
 SECRET = "shpss_standin_secret"

@@ -1,8 +1,8 @@
 """A throwaway redis-server on its own port that a test can kill and start again empty.
 
-`python -m tests.support.private_redis COMMAND...` runs COMMAND (`make test`'s pytest) with REDIS_URL at
-such a server when REDIS_URL is not set, and stops it afterwards: a fresh clone's tests never
-touch a Redis that someone else uses, and leave none running.
+`python -m tests.support.private_redis COMMAND...` runs COMMAND (`make test`'s pytest) with
+REDIS_URL at such a server when REDIS_URL is not set, and stops it afterwards: a fresh clone's tests
+never touch a Redis that someone else uses, and leave none running.
 """
 
 import os

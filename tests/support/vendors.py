@@ -1,9 +1,10 @@
 """The vendors a reminder asks "did the buyer pay meanwhile?", answering on 127.0.0.1.
 
-`not_bought` (a fixture) points our settings at a Shopify Admin stand-in (tests/support/shopify_standin.py,
-no orders unless a test adds one with `add_order`) and a Stripe stand-in whose sessions are
-expired unless a test completes one: so a test about reminders meets the vendors as production
-does, at the HTTP boundary, and a test about a paid buyer says so in the stand-in's data.
+`not_bought` (a fixture) points our settings at a Shopify Admin stand-in
+(tests/support/shopify_standin.py, no orders unless a test adds one with `add_order`) and a Stripe
+stand-in whose sessions are expired unless a test completes one: so a test about reminders meets the
+vendors as production does, at the HTTP boundary, and a test about a paid buyer says so in the
+stand-in's data.
 
 Stripe's side: `GET /v1/checkout/sessions/{id}` with the secret key as a Bearer token answers
 the Checkout Session object (https://docs.stripe.com/api/checkout/sessions/retrieve), here

@@ -47,7 +47,8 @@ ENDPOINTS = [
 
 def client_for(*, is_staff: bool) -> APIClient:
     """A token client whose user holds every permission of the automation app, like the
-    merchant's operators: staff status decides (no permissions: tests/ui/test_api_permissions.py)."""
+    merchant's operators: staff status decides (no permissions:
+    tests/ui/test_api_permissions.py)."""
     user = User.objects.create_user(f"user-{is_staff}", is_staff=is_staff)
     user.user_permissions.set(Permission.objects.filter(content_type__app_label="automation"))
     client = APIClient()

@@ -1,6 +1,6 @@
 """`refused` deliveries (a shop/redact we would not carry out) in the dashboard and the replay
-wording: they can be replayed like failed and dead ones (automation/intake/inbox.py `replay`), so the
-admin action, its German label and the API's 409 say so."""
+wording: they can be replayed like failed and dead ones (automation/intake/inbox.py `replay`), so
+the admin action, its German label and the API's 409 say so."""
 
 import pytest
 

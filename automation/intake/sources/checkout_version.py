@@ -28,7 +28,8 @@ class CheckoutVersion:
     token: str
     updated_at: datetime
     shop_domain: str = ""
-    # The normalised address (automation/platform/addresses.py), "" when none was given or it is invalid.
+    # The normalised address (automation/platform/addresses.py), "" when none was given or it is
+    # invalid.
     email: str = ""
     # An address was given that does not normalise: no reminder ("invalid e-mail").
     email_invalid: bool = False
