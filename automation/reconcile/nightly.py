@@ -17,7 +17,6 @@ import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -27,31 +26,15 @@ from automation.platform import alerts, claims, display_names
 from automation.platform.exceptions import PermanentAdsError, TransientAdsError
 from automation.platform.masking import mask_secrets
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 from automation.shopify.admin import Level, ShopifyAdmin, ShopifyAdminError
 from automation.stock import apply, catalogue, drift, facts, levels
 
 logger = logging.getLogger(__name__)
 
-REQUIRED_TOPICS = (
-    "inventory_levels/update",
-    "inventory_levels/disconnect",
-    "products/create",
-    "products/update",
-    "products/delete",
-    "checkouts/create",
-    "checkouts/update",
-    "orders/create",
-)
 OVERDUE_AFTER = timedelta(hours=26)
 """A nightly run is missing once the last one is this old (a day plus two hours of slack): the
 overdue check runs one then, and /healthz reports the reconciliation as failing."""
-
-
-MANAGED_BY_TOML = "managed by shopify.app.toml (the app configuration owns them; not checked)"
-
-
-def callback_url() -> str:
-    return f"{settings.PUBLIC_BASE_URL}/webhooks/shopify/"
 
 
 # --- entry points --------------------------------------------------------------------------
@@ -113,7 +96,7 @@ def execute(run: ReconcileRun) -> ReconcileRun:
         repair_drift(run)
         if not toml:  # app-scoped subscriptions are invisible to us: "healing" would double them
             try:
-                heal_subscriptions(run, client)
+                run.subscriptions_created = subscriptions.heal_subscriptions(client)
             except ShopifyAdminError as err:
                 run.errors.append(f"webhook subscriptions: {err}")
         if run.errors:
@@ -329,28 +312,6 @@ def repair_drift(run: ReconcileRun) -> None:
             )
 
 
-def missing_subscriptions(client: ShopifyAdmin) -> list[str]:
-    """The topics we need that have no subscription to our callback URL."""
-    have = {(sub.topic, sub.callback_url) for sub in client.list_webhook_subscriptions()}
-    return [topic for topic in REQUIRED_TOPICS if (topic, callback_url()) not in have]
-
-
-def heal_subscriptions(run: ReconcileRun | None, client: ShopifyAdmin) -> list[str]:
-    """Re-create subscriptions Shopify deleted after failed deliveries (API-managed ones only)."""
-    if shopify_access.webhooks_managed_by_toml():
-        raise ImproperlyConfigured(
-            "SHOPIFY_WEBHOOKS_MANAGED_BY=toml: the app's shopify.app.toml owns the webhook "
-            "subscriptions; creating them through the API too would deliver every event twice"
-        )
-    created = []
-    for topic in missing_subscriptions(client):
-        client.create_webhook_subscription(topic, callback_url())
-        created.append(topic)
-    if run is not None:
-        run.subscriptions_created = created
-    return created
-
-
 def drop_old_bodies(now: datetime | None = None) -> int:
     """Forget raw bodies past DELIVERY_RETENTION_DAYS; the delivery's metadata stays."""
     cutoff = (now or timezone.now()) - timedelta(days=settings.DELIVERY_RETENTION_DAYS)
@@ -416,7 +377,7 @@ def summary(run: ReconcileRun) -> str:
     if run.status == ReconcileRun.Status.NOT_CONFIGURED:
         lines.append(f"Shopify Admin API not configured: set {shopify_access.missing_settings()}")
     elif shopify_access.webhooks_managed_by_toml():
-        lines.append(f"webhook subscriptions: {MANAGED_BY_TOML}")
+        lines.append(f"webhook subscriptions: {subscriptions.MANAGED_BY_TOML}")
     if run.subscriptions_created:
         lines.append(f"webhook subscriptions re-created: {', '.join(run.subscriptions_created)}")
     if run.errors:

@@ -27,6 +27,7 @@ from automation.models import (
 )
 from automation.reconcile import nightly as reconcile
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 from automation.shopify.admin import TOKEN_RENEW_MARGIN, topic_to_enum
 from automation.stock import apply
 from tests.support.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
@@ -40,7 +41,7 @@ STORE = 24826418
 PUBLIC = "https://automation.elbkerzen.example"
 CALLBACK = f"{PUBLIC}/webhooks/shopify/"
 SECRET = "shpss_standin_secret"
-OUR_TOPICS = [topic_to_enum(topic) for topic in reconcile.REQUIRED_TOPICS]
+OUR_TOPICS = [topic_to_enum(topic) for topic in subscriptions.REQUIRED_TOPICS]
 
 
 @pytest.fixture
@@ -163,7 +164,7 @@ def test_the_missing_subscription_is_recreated_and_the_merchant_told(shop, winte
     created = [s for s in shop.subscriptions if s["topic"] == "CHECKOUTS_UPDATE"]
     assert len(created) == 1
     assert "checkouts/update" in mail.outbox[0].body
-    assert reconcile.missing_subscriptions(shopify_access.admin_client()) == []
+    assert subscriptions.missing_subscriptions(shopify_access.admin_client()) == []
 
 
 def test_a_wrong_token_is_recorded_as_an_error_not_a_crash(shop, winterzauber, settings):
@@ -293,7 +294,7 @@ def test_with_toml_the_command_reports_and_refuses_to_sync(toml_shop, capsys):
     with pytest.raises(CommandError, match="shopify.app.toml"):
         call_command("shopify_webhooks", "--sync")
     with pytest.raises(ImproperlyConfigured, match="SHOPIFY_WEBHOOKS_MANAGED_BY"):
-        reconcile.heal_subscriptions(None, shopify_access.admin_client())
+        subscriptions.heal_subscriptions(shopify_access.admin_client())
     assert toml_shop.requests == []
     assert toml_shop.subscriptions == []
 

@@ -8,7 +8,7 @@ from django.core import mail
 from django.utils import timezone
 
 from automation.models import Delivery, WatchedProduct
-from automation.reconcile import nightly as reconcile
+from automation.shopify import subscriptions
 from automation.shopify.admin import topic_to_enum
 from automation.ui.setup.forms import WatchedProductForm
 from tests.support.hanging import hanging_server
@@ -19,7 +19,7 @@ from tests.support.watching import watch
 PUBLIC = "https://automation.elbkerzen.example"
 CALLBACK = f"{PUBLIC}/webhooks/shopify/"
 # Every topic the service needs, as Shopify names them; the shop has the first two of them.
-OUR_TOPICS = [topic_to_enum(topic) for topic in reconcile.REQUIRED_TOPICS]
+OUR_TOPICS = [topic_to_enum(topic) for topic in subscriptions.REQUIRED_TOPICS]
 EXISTING = ["INVENTORY_LEVELS_UPDATE", "CHECKOUTS_CREATE"]
 WEBHOOK_SECRET = "shpss_do_not_show_this_webhook_secret"
 STRIPE_SECRET = "whsec_do_not_show_this_stripe_secret"

@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from automation.reconcile import nightly as reconcile
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 from automation.shopify.admin import ShopifyAdminError
 
 
@@ -28,9 +28,9 @@ class Command(BaseCommand):
                     "(creating them through the API too would deliver every event twice)"
                 )
             self.stdout.write(
-                f"webhook subscriptions: {reconcile.MANAGED_BY_TOML}; "
-                f"it must subscribe {', '.join(reconcile.REQUIRED_TOPICS)} "
-                f"to {reconcile.callback_url()}"
+                f"webhook subscriptions: {subscriptions.MANAGED_BY_TOML}; "
+                f"it must subscribe {', '.join(subscriptions.REQUIRED_TOPICS)} "
+                f"to {subscriptions.callback_url()}"
             )
             return
         client = shopify_access.admin_client()
@@ -38,13 +38,13 @@ class Command(BaseCommand):
             raise CommandError(f"not configured: set {shopify_access.missing_settings()}")
         try:
             if options["sync"]:
-                created = reconcile.heal_subscriptions(None, client)
+                created = subscriptions.heal_subscriptions(client)
                 self.stdout.write(f"created: {', '.join(created) or 'nothing (all present)'}")
                 return
-            missing = reconcile.missing_subscriptions(client)
+            missing = subscriptions.missing_subscriptions(client)
         except ShopifyAdminError as err:
             raise CommandError(str(err)) from err
         if missing:
-            self.stdout.write(f"missing for {reconcile.callback_url()}: {', '.join(missing)}")
+            self.stdout.write(f"missing for {subscriptions.callback_url()}: {', '.join(missing)}")
             raise CommandError(f"{len(missing)} subscription(s) missing; run with --sync")
-        self.stdout.write(f"all {len(reconcile.REQUIRED_TOPICS)} subscriptions present")
+        self.stdout.write(f"all {len(subscriptions.REQUIRED_TOPICS)} subscriptions present")

@@ -33,7 +33,6 @@ from automation.models import (
 from automation.models.watched import DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK, AdGroup
 from automation.platform import display_names
 from automation.platform.masking import mask_secrets
-from automation.reconcile import nightly as reconcile
 from automation.reminders import checkouts
 from automation.reminders.rules import (
     CREDIBLE_LEVEL,
@@ -43,6 +42,7 @@ from automation.reminders.rules import (
     choose_reminder,
 )
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 from automation.stock.selectors import ad_group_label
 
 SECONDS_PER_DAY = Decimal(86400)
@@ -690,7 +690,7 @@ class SubscriptionHealth:
     state: str
     """ok, recreated, missing, unknown, not_configured, or app_config (shopify.app.toml)."""
     message: str
-    topics: tuple[str, ...] = reconcile.REQUIRED_TOPICS
+    topics: tuple[str, ...] = subscriptions.REQUIRED_TOPICS
 
 
 def webhook_subscriptions(run: ReconcileRun | None) -> SubscriptionHealth:
@@ -730,7 +730,7 @@ def webhook_subscriptions(run: ReconcileRun | None) -> SubscriptionHealth:
     return SubscriptionHealth(
         "ok",
         _("OK: all %(count)d topics subscribed on %(date)s.")
-        % {"count": len(reconcile.REQUIRED_TOPICS), "date": run.local_date},
+        % {"count": len(subscriptions.REQUIRED_TOPICS), "date": run.local_date},
     )
 
 

@@ -21,9 +21,9 @@ from django.utils.translation import ngettext
 from automation.google_ads import adapter as google_ads
 from automation.models import AdGroup, Delivery, ReminderSettings
 from automation.platform import alerts, connections
-from automation.reconcile import nightly as reconcile
 from automation.reminders import mail as reminder_mail
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 
 
 class Light(enum.StrEnum):
@@ -125,7 +125,7 @@ def shopify() -> Section:
         )
     else:
         section.facts.append((_("Shop address for the Admin API"), settings.SHOPIFY_ADMIN_URL))
-    section.facts.append((_("Webhook address"), reconcile.callback_url()))
+    section.facts.append((_("Webhook address"), subscriptions.callback_url()))
     if is_local(settings.PUBLIC_BASE_URL):
         section.lack(
             _(

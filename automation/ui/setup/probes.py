@@ -18,8 +18,8 @@ from automation.google_ads import adapter as google_ads
 from automation.google_ads import statuses as ads
 from automation.models import AdGroup
 from automation.platform import connections
-from automation.reconcile import nightly as reconcile
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 from automation.stock.selectors import ad_group_label
 from automation.stripe import checkout as stripe_checkout
 from automation.ui.setup.failures import explain
@@ -64,18 +64,18 @@ def try_shopify() -> Probe:
                     )
                 )
                 return probe
-            missing = reconcile.missing_subscriptions(client)
+            missing = subscriptions.missing_subscriptions(client)
         finally:
             client.close()
     except Exception as err:  # noqa: BLE001 (every failure becomes a sentence, never a 500)
         return Probe(False, explain(err))
-    for topic in reconcile.REQUIRED_TOPICS:
+    for topic in subscriptions.REQUIRED_TOPICS:
         state = _("missing") if topic in missing else _("subscribed")
         probe.lines.append(f"{topic}: {state}")
     if missing:
         probe.offer_webhook_setup = True
         probe.lines.append(
-            _("Webhooks go to %(url)s.") % {"url": reconcile.callback_url()},
+            _("Webhooks go to %(url)s.") % {"url": subscriptions.callback_url()},
         )
     return probe
 
@@ -87,7 +87,7 @@ def set_up_webhooks() -> Probe:
         return Probe(False, _("No Admin API access is configured (see above)."))
     try:
         try:
-            created = reconcile.heal_subscriptions(None, client)
+            created = subscriptions.heal_subscriptions(client)
         finally:
             client.close()
     except Exception as err:  # noqa: BLE001

@@ -17,8 +17,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from automation.reconcile import nightly as reconcile
 from automation.shopify import access as shopify_access
+from automation.shopify import subscriptions
 from automation.ui import page_access
 from automation.ui.setup import connect, google_sign_in, pickers, probes
 from automation.ui.setup import connection_status as checks
@@ -104,7 +104,7 @@ def setup(request: HttpRequest) -> HttpResponse:
         "actions": actions,
         "webhooks_managed_here": _webhooks_managed_here(),
         "google_redirect_uri": google_sign_in.redirect_uri(),
-        "shopify_webhook_url": reconcile.callback_url(),
+        "shopify_webhook_url": subscriptions.callback_url(),
         "stripe_webhook_url": checks.stripe_webhook_url(),
     }
     return render(request, "admin/setup.html", context)
