@@ -32,7 +32,8 @@ from automation.reminders.rules import (
     holdout_draw,
     in_holdout,
 )
-from automation.ui.dashboard import data
+from automation.ui.dashboard import format as fmt
+from automation.ui.dashboard import selectors
 from tests.support import people
 from tests.support.signing import post_shopify, post_stripe
 
@@ -390,7 +391,7 @@ def test_the_dashboard_shows_rates_intervals_uplift_and_which_probabilities_deci
     # uplift: 32 − 400·0.04 + 55 − 500·0.04 = 16 + 35 = 51 orders
     assert "+51 orders (90 %:" in html
     # 32 + 55 orders after a mail at 40 € each, counted naively beside the uplift
-    assert f"orders after a reminder ({data.format_euros(Decimal('3480'))})" in html
+    assert f"orders after a reminder ({fmt.format_euros(Decimal('3480'))})" in html
     assert "Decisions use the configured probabilities, as chosen in the reminder settings." in (
         html
     )
@@ -411,12 +412,12 @@ def test_ad_spend_avoided_uses_the_merchant_s_manual_check_time(db):
 
     assert DashboardSettings.load().manual_check_hours == DEFAULT_MANUAL_CHECK_HOURS
     # the seed's 43 h at 40 clicks × 0.60 € = 43.00 € per sell-out expected
-    assert data.reaction_summary(data.SellOuts([])).expected_avoided == pytest.approx(
+    assert selectors.reaction_summary(selectors.SellOuts([])).expected_avoided == pytest.approx(
         Decimal("43.00")
     )
     DashboardSettings.objects.filter(pk=1).update(manual_check_hours=12)
 
-    summary = data.reaction_summary(data.SellOuts([]))
+    summary = selectors.reaction_summary(selectors.SellOuts([]))
 
     assert summary.by_hand == timedelta(hours=12)
     assert summary.expected_avoided == pytest.approx(Decimal("12.00"))

@@ -17,7 +17,7 @@ from automation.shopify.admin import (
     ClientCredentialsTokens,
     ShopifyCredentialsError,
 )
-from automation.ui.dashboard import data
+from automation.ui.dashboard import selectors
 from tests.support.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
 
 # Which way we reach the shop is read through automation.platform.connections, which asks the
@@ -215,7 +215,7 @@ def test_dashboard_and_admin_say_the_app_configuration_owns_the_subscriptions(
     settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "toml"
     settings.SHOPIFY_ADMIN_TOKEN = TOKEN
 
-    health = data.webhook_subscriptions(None)
+    health = selectors.webhook_subscriptions(None)
     page = admin_client.get(reverse("dashboard")).content.decode()
     runs = admin_client.get("/admin/automation/reconcilerun/").content.decode()
 
@@ -230,7 +230,7 @@ def test_the_admin_names_both_ways_when_nothing_is_configured(settings, admin_cl
     settings.SHOPIFY_CLIENT_ID = ""
 
     page = admin_client.get("/admin/automation/reconcilerun/").content.decode()
-    health = data.webhook_subscriptions(None)
+    health = selectors.webhook_subscriptions(None)
 
     assert "SHOPIFY_CLIENT_ID" in page and "SHOPIFY_ADMIN_TOKEN" in page
     assert health.state == "not_configured"
@@ -242,7 +242,7 @@ def test_client_credentials_alone_count_as_configured_on_the_dashboard(settings)
     settings.SHOPIFY_CLIENT_ID = CLIENT_ID
     settings.SHOPIFY_CLIENT_SECRET = SECRET
 
-    assert data.webhook_subscriptions(None).state == "unknown"  # configured, no run yet
+    assert selectors.webhook_subscriptions(None).state == "unknown"  # configured, no run yet
 
 
 @pytest.mark.django_db

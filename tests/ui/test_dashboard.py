@@ -18,7 +18,8 @@ from automation.models import (
     ReminderSettings,
 )
 from automation.reminders.rules import Basket, Probabilities, choose_reminder
-from automation.ui.dashboard import charts, data
+from automation.ui.dashboard import charts, selectors
+from automation.ui.dashboard import format as fmt
 from tests.support import people
 from tests.support.watching import watch
 
@@ -131,7 +132,7 @@ def test_the_reaction_is_the_time_from_triggered_at_to_the_pause_and_costs_its_c
         applied_at=local("2026-11-26T16:10:02"),
     )
 
-    result = data.sell_outs(now=local("2026-11-27T09:00:00"))
+    result = selectors.sell_outs(now=local("2026-11-27T09:00:00"))
 
     [sell_out] = result.measured
     assert sell_out.label == "Winterzauber"
@@ -148,7 +149,7 @@ def test_the_ad_group_s_own_clicks_and_cost_per_click_price_the_reaction(winterz
     delivery = level_delivery(triggered_at=local("2026-11-26T10:00:00"))
     action(PAUSED, local("2026-11-26T12:00:00"), delivery=delivery)  # two hours late
 
-    [sell_out] = data.sell_outs(now=local("2026-11-27T09:00:00")).measured
+    [sell_out] = selectors.sell_outs(now=local("2026-11-27T09:00:00")).measured
 
     assert sell_out.clicks == Decimal(10)  # 120 clicks a day for 2 h
     assert sell_out.cost == Decimal("15.00")
@@ -161,7 +162,7 @@ def test_without_triggered_at_shopify_s_updated_at_from_the_body_starts_the_cloc
     action(ENABLED, local("2026-11-26T18:00:00"))
     action(PAUSED, local("2026-11-26T19:00:00"), delivery=dropped)
 
-    result = data.sell_outs(now=local("2026-11-27T09:00:00"))
+    result = selectors.sell_outs(now=local("2026-11-27T09:00:00"))
 
     assert [s.reaction for s in result.measured] == [timedelta(seconds=5)]
     assert result.unmeasured == 1  # its body was dropped after the retention period
@@ -182,7 +183,7 @@ def test_only_the_first_pause_after_an_enabled_period_is_a_sell_out(winterzauber
     action(PAUSED, local("2026-11-23T20:00:00"), source="promotion")  # promotion end, not stock
     sold_out("2026-11-24T10:00:00")  # still paused by the promotion: no new sell-out
 
-    result = data.sell_outs(now=local("2026-11-27T09:00:00"))
+    result = selectors.sell_outs(now=local("2026-11-27T09:00:00"))
 
     assert [s.paused_at for s in result.measured] == [retried.applied_at, first.applied_at]
 
@@ -192,7 +193,7 @@ def test_a_pause_in_the_window_after_a_pause_before_it_is_no_new_sell_out(winter
     delivery = level_delivery(triggered_at=local("2026-11-20T10:00:00"))
     action(PAUSED, local("2026-11-20T10:00:02"), delivery=delivery)
 
-    assert data.sell_outs(now=local("2026-11-27T09:00:00")).measured == []
+    assert selectors.sell_outs(now=local("2026-11-27T09:00:00")).measured == []
 
 
 def test_the_comparison_shows_the_seed_s_numbers_next_to_the_measured_median(winterzauber):
@@ -205,15 +206,15 @@ def test_the_comparison_shows_the_seed_s_numbers_next_to_the_measured_median(win
             delivery=level_delivery(triggered_at=sold_out),
         )
 
-    result = data.sell_outs(now=local("2026-11-27T09:00:00"))
-    by_hand, polling, measured = data.reaction_comparison(result.measured)
+    result = selectors.sell_outs(now=local("2026-11-27T09:00:00"))
+    by_hand, polling, measured = selectors.reaction_comparison(result.measured)
 
     assert by_hand.cost == pytest.approx(Decimal("43.00"))
     assert by_hand.summary_text == "43 h → 71.67 clicks ≈ 43.00 €"
     assert polling.summary_text == "7.5 min → 0.21 clicks ≈ 0.12 €"
     assert measured.measured and measured.reaction == timedelta(seconds=4)
     assert measured.label == "Winterzauber (measured, median of 3)"
-    summary = data.reaction_summary(result)
+    summary = selectors.reaction_summary(result)
     assert summary.count == 3
     assert summary.by_hand_cost == pytest.approx(Decimal("129.00"))
 
@@ -238,7 +239,7 @@ def test_the_page_shows_a_measured_sell_out(staff_client, winterzauber):
     [(Decimal("0.55"), Decimal("0.88"), Decimal("1.10")), (Decimal("0.25"), "0.40", "0.26")],
 )
 def test_expected_values_per_arm_match_the_decision_rules(rate, plain, discount):
-    values = data.expected_values(ReminderSettings.load())
+    values = selectors.expected_values(ReminderSettings.load())
 
     [basket] = [b for b in values.baskets if b.margin_rate == rate]
     assert basket.total == Decimal(40)
@@ -254,7 +255,7 @@ def test_expected_values_per_arm_match_the_decision_rules(rate, plain, discount)
 
 
 def test_without_a_discount_code_the_discount_bar_is_an_illustration(staff_client):
-    values = data.expected_values(ReminderSettings.load())
+    values = selectors.expected_values(ReminderSettings.load())
     assert not values.discount_available
     assert [b.arm for b in values.baskets] == ["plain", "plain"]
 
@@ -271,7 +272,7 @@ def test_with_a_discount_code_own_candles_get_the_discount():
     config.discount_code = "DANKE10"
     config.save()
 
-    values = data.expected_values(config)
+    values = selectors.expected_values(config)
 
     assert values.discount_available
     assert [b.arm for b in values.baskets] == ["discount", "plain"]
@@ -287,7 +288,7 @@ def test_decisions_are_counted_by_arm(db):
             checkout=checkout, checkout_version=now, arm=arm, reason="test"
         )
 
-    assert data.decisions_by_arm() == {"none": 1, "holdout": 0, "plain": 2, "discount": 1}
+    assert selectors.decisions_by_arm() == {"none": 1, "holdout": 0, "plain": 2, "discount": 1}
 
 
 # --- health --------------------------------------------------------------------------------
@@ -306,7 +307,7 @@ def test_deliveries_are_grouped_by_local_day_and_status(settings):
     received("dead", datetime(2026, 11, 25, 22, 59, 59, tzinfo=UTC))  # 23:59:59 on the 25th
     received("done", datetime(2026, 11, 12, 22, 59, tzinfo=UTC))  # 12 Nov in Berlin: too old
 
-    series = data.deliveries_by_day(now=now)
+    series = selectors.deliveries_by_day(now=now)
 
     assert series.days[0] == date(2026, 11, 13) and series.days[-1] == date(2026, 11, 26)
     assert series.counts["done"][-1] == 2
@@ -320,7 +321,7 @@ def test_dead_letters_are_counted_and_linked_to_the_replay_list(staff_client):
 
     html = staff_client.get(reverse("dashboard")).content.decode()
 
-    assert data.dead_letters() == 1
+    assert selectors.dead_letters() == 1
     assert 'href="/admin/automation/delivery/?status__exact=dead"' in html
     assert "Review and replay them" in html
 
@@ -361,7 +362,7 @@ def test_subscriptions_say_not_configured_without_an_admin_token(settings):
     settings.SHOPIFY_ADMIN_TOKEN = ""
     settings.SHOPIFY_CLIENT_ID = ""  # nor client credentials of a Dev Dashboard app
 
-    health = data.webhook_subscriptions(None)
+    health = selectors.webhook_subscriptions(None)
 
     assert health.state == "not_configured"
     assert "SHOPIFY_ADMIN_TOKEN" in health.message
@@ -370,11 +371,11 @@ def test_subscriptions_say_not_configured_without_an_admin_token(settings):
 def test_subscriptions_are_ok_or_missing_from_the_last_run(settings):
     settings.SHOPIFY_ADMIN_TOKEN = "shpat_test"
     run = ReconcileRun(local_date=date(2026, 11, 26), started_at=timezone.now(), status="ok")
-    assert data.webhook_subscriptions(run).state == "ok"
+    assert selectors.webhook_subscriptions(run).state == "ok"
 
     run.status = ReconcileRun.Status.ERRORS
     run.errors = ["webhook subscriptions: 401 unauthorized"]
-    assert data.webhook_subscriptions(run).state == "missing"
+    assert selectors.webhook_subscriptions(run).state == "missing"
 
 
 # --- charts and the page as a whole -----------------------------------------------------------
@@ -434,13 +435,13 @@ def test_the_page_loads_nothing_from_other_hosts(staff_client, winterzauber):
 
 def test_numbers_use_the_merchants_decimal_comma_in_german():
     with translation.override("de"):
-        assert data.format_euros(Decimal("0.885")) == "0,88 €"
-        assert data.format_euros(Decimal("43")) == "43,00 €"
-        assert data.format_euros(Decimal("0.004")) == "< 0,01 €"
-        assert data.format_percent(Decimal("0.055")) == "5,5 %"
-        assert data.format_clicks(Decimal("1.5")) == "1,50"
-        assert data.format_clicks(Decimal("0.00031")) == "0,0003"
-        assert data.format_duration(timedelta(seconds=450)) == "7,5 min"
+        assert fmt.format_euros(Decimal("0.885")) == "0,88 €"
+        assert fmt.format_euros(Decimal("43")) == "43,00 €"
+        assert fmt.format_euros(Decimal("0.004")) == "< 0,01 €"
+        assert fmt.format_percent(Decimal("0.055")) == "5,5 %"
+        assert fmt.format_clicks(Decimal("1.5")) == "1,50"
+        assert fmt.format_clicks(Decimal("0.00031")) == "0,0003"
+        assert fmt.format_duration(timedelta(seconds=450)) == "7,5 min"
     with translation.override("en"):
-        assert data.format_euros(Decimal("0.885")) == "0.88 €"
-        assert data.format_percent(Decimal("0.04")) == "4 %"
+        assert fmt.format_euros(Decimal("0.885")) == "0.88 €"
+        assert fmt.format_percent(Decimal("0.04")) == "4 %"

@@ -23,7 +23,7 @@ from automation.models import (
     StockLevel,
     WatchedProduct,
 )
-from automation.ui.dashboard import data, demo
+from automation.ui.dashboard import demo, selectors
 from automation.ui.dashboard.demo_history import create_demo
 from tests.support import people
 from tests.support.watching import watch
@@ -103,7 +103,7 @@ def test_demo_setup_makes_thirty_days_of_labelled_history(redis, queue, mailoutb
     assert timezone.now() - oldest > timedelta(days=demo.DEMO_DAYS - 2)
     assert timezone.now() - oldest <= timedelta(days=demo.DEMO_DAYS)
 
-    sell_outs = data.sell_outs().measured
+    sell_outs = selectors.sell_outs().measured
     assert len(sell_outs) >= 6
     assert {s.label for s in sell_outs} == set(items.values_list("label", flat=True))
     assert all(timedelta(seconds=0.5) < s.reaction < timedelta(seconds=5) for s in sell_outs)
@@ -111,7 +111,7 @@ def test_demo_setup_makes_thirty_days_of_labelled_history(redis, queue, mailoutb
     assert paused.filter(desired_status="ENABLED").exists(), "restocks enable the groups again"
     assert not paused.exclude(result="dry_run").exists()
 
-    arms = data.decisions_by_arm()
+    arms = selectors.decisions_by_arm()
     assert all(arms[arm] >= 2 for arm in ("none", "plain", "discount")), arms
     recovered = [
         d

@@ -13,7 +13,8 @@ from django.utils import translation
 
 from automation.models import CheckoutState, ReminderSettings
 from automation.reminders import mail as reminder_mail
-from automation.ui.dashboard import charts, data
+from automation.ui.dashboard import charts
+from automation.ui.dashboard import format as fmt
 
 
 def _checkout(**fields) -> CheckoutState:
@@ -59,22 +60,22 @@ def test_another_currency_keeps_its_code():
 @override_settings(USE_THOUSAND_SEPARATOR=False)
 def test_dashboard_money_is_grouped_in_german_even_without_the_thousand_setting():
     with translation.override("de"):
-        assert data.format_euros(Decimal("1234.5")) == "1.234,50 €"
-        assert data.format_euros(Decimal("0.004")) == "< 0,01 €"
-        assert data.format_clicks(Decimal("71.6667")) == "71,67"
-        assert data.format_clicks(Decimal("1234.5")) == "1.234,50"
-        assert data.format_percent(Decimal("0.125")) == "12,5 %"
-        assert data.format_duration(timedelta(hours=43)) == "43 h"
-        assert data.format_duration(timedelta(hours=1250)) == "1.250 h"
+        assert fmt.format_euros(Decimal("1234.5")) == "1.234,50 €"
+        assert fmt.format_euros(Decimal("0.004")) == "< 0,01 €"
+        assert fmt.format_clicks(Decimal("71.6667")) == "71,67"
+        assert fmt.format_clicks(Decimal("1234.5")) == "1.234,50"
+        assert fmt.format_percent(Decimal("0.125")) == "12,5 %"
+        assert fmt.format_duration(timedelta(hours=43)) == "43 h"
+        assert fmt.format_duration(timedelta(hours=1250)) == "1.250 h"
     with translation.override("en"):
-        assert data.format_euros(Decimal("1234.5")) == "1,234.50 €"
+        assert fmt.format_euros(Decimal("1234.5")) == "1,234.50 €"
 
 
 @override_settings(USE_THOUSAND_SEPARATOR=False)
 def test_chart_axis_and_totals_are_german_numbers():
     with translation.override("de"):
-        assert charts.number(1250) == "1.250"
-        assert charts.number(2.5) == "2,5"
+        assert fmt.number(1250) == "1.250"
+        assert fmt.number(2.5) == "2,5"
         svg = charts.stacked_bar_chart(
             ["1. Dezember"], [charts.Series("erledigt", [1250])], title="t"
         )

@@ -1,6 +1,6 @@
 """What reminders measurably did, per arm: read-only, the same numbers as the dashboard.
 
-`checkouts.reminder_results` computes them from the decisions table; this view only
+`reminder_selectors.reminder_results` computes them from the decisions table; this view only
 serializes them. Reading them asks for `view` on reminder decisions, as the decision list does.
 """
 
@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from automation.models import ReminderDecision
-from automation.reminders import checkouts
+from automation.reminders import selectors as reminder_selectors
 from automation.reminders.rules import CREDIBLE_LEVEL
 
 
@@ -42,10 +42,10 @@ class ArmResultSerializer(serializers.Serializer):
         help_text="Decisions whose attribution window is still open."
     )
 
-    def get_interval_low(self, result: checkouts.ArmResult) -> float:
+    def get_interval_low(self, result: reminder_selectors.ArmResult) -> float:
         return round(result.interval[0], 4)
 
-    def get_interval_high(self, result: checkouts.ArmResult) -> float:
+    def get_interval_high(self, result: reminder_selectors.ArmResult) -> float:
         return round(result.interval[1], 4)
 
 
@@ -78,6 +78,6 @@ class ReminderResultsView(APIView):
 
     @extend_schema(responses=ReminderResultsSerializer)
     def get(self, request: Request) -> Response:
-        results = checkouts.reminder_results()
+        results = reminder_selectors.reminder_results()
         payload = {"credible_level": CREDIBLE_LEVEL, **results.__dict__}
         return Response(ReminderResultsSerializer(payload).data)

@@ -12,10 +12,10 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 
-from django.utils.formats import number_format
 from django.utils.html import escape
+
+from automation.ui.dashboard.format import number
 
 DEFAULT_COLOR = "#417690"
 """The admin's own blue."""
@@ -246,12 +246,6 @@ def _axis(low: float, high: float, *, integers: bool) -> tuple[float, float, lis
     top = math.ceil(high / step) * step
     ticks = [bottom + i * step for i in range(round((top - bottom) / step) + 1)]
     return bottom, top, ticks
-
-
-def number(value: float) -> str:
-    """A value as people read it in the active language: 1,000.5 in English, 1.000,5 in German."""
-    text = f"{value:.12g}" if abs(value) < 1e6 else f"{value:.2g}"
-    return number_format(Decimal(text), use_l10n=True, force_grouping=True)
 
 
 def _legend(

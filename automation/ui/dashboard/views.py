@@ -1,4 +1,4 @@
-"""The staff dashboard: one page of pictures over data.py's numbers, in the admin's frame.
+"""The staff dashboard: one page of pictures over selectors.py's numbers, in the admin's frame.
 
 Each section shows only to users who may see the rows it summarises (page_access's table); a
 section nobody may see here is not even computed.
@@ -9,13 +9,13 @@ from decimal import Decimal
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from automation.models import Delivery, ReminderDecision
 from automation.platform.masking import mask_secrets
 from automation.ui import page_access
-from automation.ui.dashboard import charts, data, demo
+from automation.ui.dashboard import charts, demo, selectors
+from automation.ui.dashboard import format as fmt
 
 STATUS_COLORS = {
     "received": "#79aec8",
@@ -66,11 +66,11 @@ def overview(sections: frozenset[str] = frozenset(page_access.DASHBOARD_SECTIONS
 
 def reaction() -> dict:
     """Sell-outs, how fast the ads stopped, and what that cost and saved."""
-    by_hand = data.manual_check()
-    sell_outs = data.sell_outs(by_hand=by_hand)
-    comparison = data.reaction_comparison(sell_outs.measured, by_hand)
+    by_hand = selectors.manual_check()
+    sell_outs = selectors.sell_outs(by_hand=by_hand)
+    comparison = selectors.reaction_comparison(sell_outs.measured, by_hand)
     return {
-        "reaction": data.reaction_summary(sell_outs, by_hand),
+        "reaction": selectors.reaction_summary(sell_outs, by_hand),
         "sell_outs": sell_outs.measured[:20],
         "comparison": comparison,
         "comparison_chart": charts.comparison_bars(
@@ -90,11 +90,11 @@ def reaction() -> dict:
 
 def reminders() -> dict:
     """The reminder decisions by arm, their expected values and what they measurably did."""
-    values = data.expected_values()
-    arms = data.decisions_by_arm()
+    values = selectors.expected_values()
+    arms = selectors.decisions_by_arm()
     return {
         "reminder_values": values,
-        "results": data.reminder_results(),
+        "results": selectors.reminder_results(),
         "arms": arms,
         "arms_chart": charts.grouped_bar_chart(
             [str(ReminderDecision.Arm(arm).label) for arm in arms],
@@ -105,7 +105,7 @@ def reminders() -> dict:
         ),
         "ev_chart": charts.grouped_bar_chart(
             [
-                f"{basket.label} ({data.format_percent(basket.margin_rate)})"
+                f"{basket.label} ({fmt.format_percent(basket.margin_rate)})"
                 for basket in values.baskets
             ],
             [
@@ -123,7 +123,7 @@ def reminders() -> dict:
                 ),
             ],
             title=_("Expected extra margin per abandoned 40 € basket (ΔE, €)"),
-            value_format=lambda v: data.format_euros(Decimal(str(v))),
+            value_format=lambda v: fmt.format_euros(Decimal(str(v))),
             width=480,
         ),
     }
@@ -131,8 +131,8 @@ def reminders() -> dict:
 
 def health() -> dict:
     """Deliveries per day and by status, dead letters, the last reconciliation."""
-    deliveries = data.deliveries_by_day()
-    run = data.last_reconciliation()
+    deliveries = selectors.deliveries_by_day()
+    run = selectors.last_reconciliation()
     return {
         "deliveries": deliveries,
         "delivery_totals": [
@@ -140,7 +140,7 @@ def health() -> dict:
             for status, total in deliveries.totals.items()
         ],
         "deliveries_chart": charts.stacked_bar_chart(
-            [date_format(day, "MONTH_DAY_FORMAT") for day in deliveries.days],
+            [fmt.day(day) for day in deliveries.days],
             [
                 charts.Series(
                     _status_label(status),
@@ -152,10 +152,10 @@ def health() -> dict:
             title=_("Webhook deliveries per day (last 14 days), by status"),
             empty_text=_("No deliveries in the last 14 days"),
         ),
-        "dead_letters": data.dead_letters(),
-        "dead_letters_url": data.dead_letters_url(),
+        "dead_letters": selectors.dead_letters(),
+        "dead_letters_url": selectors.dead_letters_url(),
         "run": run,
         # what the run stored of vendor errors, never a secret a vendor echoed into them
         "run_errors": [mask_secrets(str(error)) for error in run.errors] if run else [],
-        "subscriptions": data.webhook_subscriptions(run),
+        "subscriptions": selectors.webhook_subscriptions(run),
     }

@@ -17,7 +17,6 @@ from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -33,7 +32,7 @@ from automation.models import (
 from automation.models.watched import DEFAULT_CLICKS_PER_DAY, DEFAULT_COST_PER_CLICK, AdGroup
 from automation.platform import display_names
 from automation.platform.masking import mask_secrets
-from automation.reminders import checkouts
+from automation.reminders import selectors as reminder_selectors
 from automation.reminders.rules import (
     CREDIBLE_LEVEL,
     NO_DISCOUNT_CODE,
@@ -44,9 +43,16 @@ from automation.reminders.rules import (
 from automation.shopify import access as shopify_access
 from automation.shopify import subscriptions
 from automation.stock.selectors import ad_group_label
+from automation.ui.dashboard.format import (
+    CENT,
+    format_clicks,
+    format_duration,
+    format_euros,
+    format_percent,
+    signed_count,
+)
 
 SECONDS_PER_DAY = Decimal(86400)
-CENT = Decimal("0.01")
 REACTION_DAYS = 30
 DELIVERY_DAYS = 14
 
@@ -493,7 +499,7 @@ ARM_LABELS = {
 class ArmRow:
     """One arm on the dashboard: measured rate and interval beside the configured value."""
 
-    result: checkouts.ArmResult
+    result: reminder_selectors.ArmResult
 
     @property
     def label(self) -> str:
@@ -536,7 +542,7 @@ class ArmRow:
 class ResultsView:
     """The results section: rows per arm, the uplift and which probabilities decide."""
 
-    results: checkouts.ReminderResults
+    results: reminder_selectors.ReminderResults
 
     @property
     def rows(self) -> list[ArmRow]:
@@ -579,10 +585,10 @@ class ResultsView:
         if uplift is None:
             return "–"
         return _("%(orders)s orders (%(level)s: %(low)s to %(high)s)") % {
-            "orders": _signed(uplift.orders),
+            "orders": signed_count(uplift.orders),
             "level": self.level_text,
-            "low": _signed(uplift.low),
-            "high": _signed(uplift.high),
+            "low": signed_count(uplift.low),
+            "high": signed_count(uplift.high),
         }
 
     @property
@@ -602,19 +608,8 @@ class ResultsView:
 
 
 def reminder_results(config: ReminderSettings | None = None) -> ResultsView:
-    """The measured arms, read from the decisions table (checkouts.reminder_results)."""
-    return ResultsView(checkouts.reminder_results(config))
-
-
-def _signed(value: float) -> str:
-    """+12, −3, 0: whole orders with their sign, in the locale's number format."""
-    rounded = round(value)
-    text = number_format(abs(rounded))
-    if rounded > 0:
-        return f"+{text}"
-    if rounded < 0:
-        return f"−{text}"
-    return text
+    """The measured arms, read from the decisions table (reminder_selectors.reminder_results)."""
+    return ResultsView(reminder_selectors.reminder_results(config))
 
 
 # --- health --------------------------------------------------------------------------------
@@ -735,53 +730,3 @@ def webhook_subscriptions(run: ReconcileRun | None) -> SubscriptionHealth:
 
 
 # --- formatting shared by the charts and the template ---------------------------------------
-
-
-def format_duration(value: timedelta) -> str:
-    """Short human duration: 2 s, 7.5 min, 43 h, 1 h 20 min."""
-    seconds = value.total_seconds()
-    if seconds < 60:
-        return _("%(n)s s") % {"n": _number(seconds)}
-    if seconds < 3600:
-        return _("%(n)s min") % {"n": _number(seconds / 60)}
-    hours, rest = divmod(round(seconds / 60), 60)
-    if rest == 0 or hours >= 24:
-        return _("%(n)s h") % {"n": _number(seconds / 3600, places=0 if hours >= 24 else 1)}
-    return _("%(h)d h %(m)d min") % {"h": hours, "m": rest}
-
-
-def format_euros(amount: Decimal) -> str:
-    """Cents for amounts a merchant counts, "< 0,01 €" for the fractions our reaction costs."""
-    if Decimal(0) < amount < CENT:
-        return f"< {format_euros(CENT)}"
-    return _("%(amount)s €") % {"amount": localized(amount.quantize(CENT), 2)}
-
-
-def format_percent(rate: Decimal) -> str:
-    """0.04 → "4 %", 0.055 → "5,5 %" in German (Django's localisation)."""
-    return _("%(n)s %%") % {"n": _number(Decimal(rate) * 100)}
-
-
-def format_clicks(clicks: Decimal) -> str:
-    """Two decimals; one significant digit for the fraction of a click a fast reaction costs."""
-    if Decimal(0) < clicks < CENT:
-        significant = Decimal(clicks).quantize(Decimal(1).scaleb(Decimal(clicks).adjusted()))
-        return localized(significant, -significant.as_tuple().exponent)
-    return localized(Decimal(clicks).quantize(CENT), 2)
-
-
-def localized(value: Decimal | int, places: int | None = None) -> str:
-    """A number in the active language's format, thousands grouped: 1.234,56 in German.
-
-    Django's localisation (`number_format` with the locale's separators and grouping), forced to
-    group whatever USE_THOUSAND_SEPARATOR says: a merchant reads 1.234 €, never 1234 €.
-    """
-    return number_format(value, places, use_l10n=True, force_grouping=True)
-
-
-def _number(value: float | Decimal, places: int = 1) -> str:
-    """One decimal place unless it is zero: 2 s, 7.5 min (7,5 min in German)."""
-    rounded = Decimal(str(value)).quantize(Decimal(1).scaleb(-places))
-    if places == 1 and rounded == rounded.to_integral_value():
-        return localized(rounded, 0)
-    return localized(rounded, places)
