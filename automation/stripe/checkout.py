@@ -53,19 +53,7 @@ def retrieve_session(
 ) -> SessionStatus:
     """The session's status; StripeError when Stripe cannot answer within `timeout` seconds."""
     url = f"{base_url.rstrip('/')}/v1/checkout/sessions/{quote(session_id, safe='')}"
-    http = session or requests
-    try:
-        response = http.get(url, headers={"Authorization": f"Bearer {secret_key}"}, timeout=timeout)
-    except requests.RequestException as err:
-        raise StripeError(f"Stripe unreachable: {type(err).__name__}") from err
-    if response.status_code != 200:
-        raise StripeError(f"Stripe answered HTTP {response.status_code}")
-    try:
-        body = response.json()
-    except ValueError as err:
-        raise StripeError("Stripe answered without JSON") from err
-    if not isinstance(body, dict):
-        raise StripeError("Stripe answered with JSON that is not an object")
+    body = _get_object(url, secret_key, timeout=timeout, session=session)
     status = body.get("status")
     if body.get("id") != session_id or status not in ("open", COMPLETE, "expired"):
         raise StripeError("Stripe's answer is not this Checkout Session")
@@ -90,17 +78,35 @@ def check_key(
     """Whether the key may read Checkout Sessions: lists one; the number listed (0 or 1).
     StripeKeyRefused for a refused key, StripeError when Stripe cannot answer in `timeout`."""
     url = f"{base_url.rstrip('/')}/v1/checkout/sessions"
+    body = _get_object(
+        url, secret_key, timeout=timeout, session=session, params={"limit": 1}, key_check=True
+    )
+    if body.get("object") != "list" or not isinstance(body.get("data"), list):
+        raise StripeError("Stripe's answer is not a list of Checkout Sessions")
+    return len(body["data"])
+
+
+def _get_object(
+    url: str,
+    secret_key: str,
+    *,
+    timeout: float,
+    session: requests.Session | None,
+    params: dict | None = None,
+    key_check: bool = False,
+) -> dict:
+    """GET a Stripe JSON object with the key as Bearer token; StripeError for anything else.
+
+    `key_check`: a 401 or 403 is the answer asked for (StripeKeyRefused), not just an error.
+    """
     http = session or requests
     try:
         response = http.get(
-            url,
-            params={"limit": 1},
-            headers={"Authorization": f"Bearer {secret_key}"},
-            timeout=timeout,
+            url, params=params, headers={"Authorization": f"Bearer {secret_key}"}, timeout=timeout
         )
     except requests.RequestException as err:
         raise StripeError(f"Stripe unreachable: {type(err).__name__}") from err
-    if response.status_code in (401, 403):
+    if key_check and response.status_code in (401, 403):
         raise StripeKeyRefused(response.status_code)
     if response.status_code != 200:
         raise StripeError(f"Stripe answered HTTP {response.status_code}")
@@ -108,10 +114,6 @@ def check_key(
         body = response.json()
     except ValueError as err:
         raise StripeError("Stripe answered without JSON") from err
-    if (
-        not isinstance(body, dict)
-        or body.get("object") != "list"
-        or not isinstance(body.get("data"), list)
-    ):
-        raise StripeError("Stripe's answer is not a list of Checkout Sessions")
-    return len(body["data"])
+    if not isinstance(body, dict):
+        raise StripeError("Stripe answered with JSON that is not an object")
+    return body

@@ -83,6 +83,17 @@ class AdGroupRefSerializer(DefaultCustomerIdMixin, serializers.Serializer):
         self.instance = None  # each entry is new: the account default applies to each
 
 
+class AdGroupsOnceMixin:
+    """A list of ad groups names each one once."""
+
+    def validate_ad_groups(self, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Each ad group once: the table's unique constraint would otherwise fail on save."""
+        pairs = [(row["customer_id"], row["ad_group_id"]) for row in rows]
+        if len(set(pairs)) != len(pairs):
+            raise serializers.ValidationError("Each ad group may appear only once.")
+        return rows
+
+
 class VariantIdsField(serializers.ListField):
     """Shopify variant ids in, the chosen variants' ids out (variants known only by an
     inventory item have no variant id yet and are left out)."""
@@ -93,7 +104,7 @@ class VariantIdsField(serializers.ListField):
         return [variant.variant_id for variant in value.all() if variant.variant_id]
 
 
-class WatchedProductSerializer(serializers.ModelSerializer):
+class WatchedProductSerializer(AdGroupsOnceMixin, serializers.ModelSerializer):
     """A product whose ad groups pause when it can no longer be sold.
 
     `variants` are Shopify variant ids (empty: all variants of the product); each must be
@@ -127,12 +138,6 @@ class WatchedProductSerializer(serializers.ModelSerializer):
 
     def get_reason(self, instance: WatchedProduct) -> str:
         return stock_facts.stored_sellability(instance).reason.text() if instance.decided_at else ""
-
-    def validate_ad_groups(self, rows: list[dict[str, str]]) -> list[dict[str, str]]:
-        pairs = [(row["customer_id"], row["ad_group_id"]) for row in rows]
-        if len(set(pairs)) != len(pairs):
-            raise serializers.ValidationError("Each ad group may appear only once.")
-        return rows
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)
@@ -233,7 +238,7 @@ class PromotionAdGroupSerializer(DefaultCustomerIdMixin, serializers.ModelSerial
         fields = ["customer_id", "ad_group_id"]
 
 
-class PromotionSerializer(serializers.ModelSerializer):
+class PromotionSerializer(AdGroupsOnceMixin, serializers.ModelSerializer):
     """Local start and end as typed; the instants and what ran are read-only."""
 
     ad_groups = PromotionAdGroupSerializer(many=True, required=False)
@@ -261,13 +266,6 @@ class PromotionSerializer(serializers.ModelSerializer):
             "ad_groups",
             *read_only_fields,
         ]
-
-    def validate_ad_groups(self, rows: list[dict[str, str]]) -> list[dict[str, str]]:
-        """Each ad group once: the table's unique constraint would otherwise fail on save."""
-        pairs = [(row["customer_id"], row["ad_group_id"]) for row in rows]
-        if len(set(pairs)) != len(pairs):
-            raise serializers.ValidationError("Each ad group may appear only once.")
-        return rows
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The admin's PromotionForm decides: zone, both-or-neither, gaps, overlaps, order."""
