@@ -249,7 +249,7 @@ def test_web_worker_and_cron_share_one_prometheus_directory(compose):
 SAME_PID_IN_TWO_CONTAINERS = """
 import os, sys
 os.getpid = lambda: 1
-from automation import metrics_process
+from automation.platform import metrics_process
 metrics_process.HOST = sys.argv[1]
 from automation import metrics
 child = metrics.JOB_SECONDS.labels("probe")
