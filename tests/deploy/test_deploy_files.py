@@ -251,7 +251,7 @@ import os, sys
 os.getpid = lambda: 1
 from automation.platform import metrics_process
 metrics_process.HOST = sys.argv[1]
-from automation import metrics
+from automation.platform import metrics
 child = metrics.JOB_SECONDS.labels("probe")
 print("ready", flush=True)
 sys.stdin.readline()
