@@ -14,6 +14,7 @@ from django.utils.translation import gettext
 
 from automation.intake.sources.shopify_inventory import LevelUpdate
 from automation.models import AdGroup, AdGroupAction, Location, WatchedProduct
+from automation.platform import notes
 from automation.stock import apply, levels
 from automation.ui.admin import STATUS_SINCE_FORMAT
 from tests.e2e.test_browser_threshold import SCREENSHOTS, browser, pytestmark  # noqa: F401 (fixture, marks)
@@ -109,10 +110,13 @@ def test_a_lower_threshold_pauses_at_once_and_a_manual_pause_holds(
     assert german("manually paused") in cell.inner_text()
     assert "Lieferant liefert erst Freitag" in cell.locator("span[title]").get_attribute("title")
     page.screenshot(path=str(SCREENSHOTS / "watched-manually-paused.png"), full_page=True)
-    # The log says it in the merchant's language (the catalogue now translates the reason)
-    assert AdGroupAction.objects.first().reason == (
-        "manuell pausiert von inhaberin: Lieferant liefert erst Freitag"
-    )
+    # The log keeps the reason as a code, shown in the reader's language; the text is English
+    action = AdGroupAction.objects.first()
+    assert action.reason == "manually paused by inhaberin: Lieferant liefert erst Freitag"
+    with translation.override("de"):
+        assert notes.reason_shown(action) == (
+            "manuell pausiert von inhaberin: Lieferant liefert erst Freitag"
+        )
     assert AdGroup.objects.get(ad_group_id="555").manual_status == "PAUSED"
 
 
