@@ -133,7 +133,15 @@ def level_body(n: int, items: list[int], at: datetime, rng: random.Random) -> by
     return json.dumps(payload, separators=(",", ":")).encode()
 
 
-def request_bytes(port: int, body: bytes, webhook_id: str, triggered: datetime) -> bytes:
+def request_bytes(
+    port: int,
+    body: bytes,
+    webhook_id: str,
+    triggered: datetime,
+    *,
+    secret: str = SECRET,
+    shop: str = SHOP,
+) -> bytes:
     """One delivery as Shopify sends it: HMAC of the body, new connection, Connection: close."""
     from automation.intake.sources.shopify import sign
 
@@ -143,8 +151,8 @@ def request_bytes(port: int, body: bytes, webhook_id: str, triggered: datetime) 
         "Content-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n"
         f"X-Shopify-Topic: {TOPIC}\r\n"
-        f"X-Shopify-Hmac-Sha256: {sign(body, SECRET)}\r\n"
-        f"X-Shopify-Shop-Domain: {SHOP}\r\n"
+        f"X-Shopify-Hmac-Sha256: {sign(body, secret)}\r\n"
+        f"X-Shopify-Shop-Domain: {shop}\r\n"
         f"X-Shopify-Webhook-Id: {webhook_id}\r\n"
         f"X-Shopify-Event-Id: {uuid.uuid4()}\r\n"
         f"X-Shopify-Triggered-At: {triggered.isoformat(timespec='microseconds')}\r\n"

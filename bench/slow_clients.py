@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.env import ROOT, RUN_DIR, SECRET, SHOP
+from bench.reaction import request_bytes
 from bench.servers import Processes, nginx_binary, start_gunicorn, start_nginx
 
 SLOW = 200
@@ -158,8 +159,6 @@ def slow_head(port: int) -> bytes:
 
 def delivery(port: int, n: int, tag: str, secret: str, shop: str) -> bytes:
     """The n-th legitimate delivery as Shopify sends it: signed body, new connection."""
-    from automation.intake.sources.shopify import sign
-
     now = datetime.now(UTC)
     item = 271878346596000000 + n
     body = json.dumps(
@@ -174,21 +173,7 @@ def delivery(port: int, n: int, tag: str, secret: str, shop: str) -> bytes:
         },
         separators=(",", ":"),
     ).encode()
-    head = (
-        "POST /webhooks/shopify/ HTTP/1.1\r\n"
-        f"Host: 127.0.0.1:{port}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        f"X-Shopify-Topic: {TOPIC}\r\n"
-        f"X-Shopify-Hmac-Sha256: {sign(body, secret)}\r\n"
-        f"X-Shopify-Shop-Domain: {shop}\r\n"
-        f"X-Shopify-Webhook-Id: {tag}-{n}\r\n"
-        f"X-Shopify-Event-Id: {uuid.uuid4()}\r\n"
-        f"X-Shopify-Triggered-At: {now.isoformat(timespec='microseconds')}\r\n"
-        "X-Shopify-API-Version: 2026-07\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode() + body
+    return request_bytes(port, body, f"{tag}-{n}", now, secret=secret, shop=shop)
 
 
 async def _slow_client(port: int, stop: asyncio.Event, attack: Attack, held: list[int]) -> None:

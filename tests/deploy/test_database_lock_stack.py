@@ -27,9 +27,9 @@ from django.db import connection
 from automation.intake.sources.shopify import sign
 from automation.intake.views import STORAGE_RETRY_AFTER
 from automation.models import Delivery
-from bench.servers import GUNICORN_WORKERS, start_nginx
+from bench.servers import GUNICORN_WORKERS
 from tests.support.signing import SECRET, SHOP
-from tests.support.stack import start_pool
+from tests.support.stack import start_pool, start_proxy
 
 WEBHOOKS = 20  # five times the workers: most wait in gunicorn's backlog behind the first four
 TOPIC = "inventory_levels/update"
@@ -176,13 +176,7 @@ def test_a_burst_during_a_table_lock_gets_fast_503s_and_every_retry_is_stored_on
 ):
     # Given the documented stack: gunicorn on the test database behind the committed nginx
     gunicorn = start_pool(processes, tmp_path)
-    proxy = start_nginx(
-        processes,
-        gunicorn.port,
-        tmp_path / "nginx",
-        ready_path="/healthz",
-        ready_statuses=(200, 503),
-    )
+    proxy = start_proxy(processes, gunicorn.port, tmp_path)
     webhooks = stock_changes()
 
     # When a second connection holds the deliveries table and twenty stock changes arrive at once

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import Processes, Server, start_nginx
+from bench.servers import Processes, Server
 from bench.slow_clients import LIMIT_S, attack, delivery
 from tests.support.signing import SECRET, SHOP
-from tests.support.stack import start_pool
+from tests.support.stack import start_pool, start_proxy
 
 SLOW = 20  # five times the workers
 RATE = 10.0
@@ -43,13 +43,7 @@ def gunicorn(processes: Processes, tmp_path: Path) -> Server:
 def test_behind_the_committed_nginx_config_every_webhook_is_answered_within_a_second(
     processes, gunicorn, tmp_path
 ):
-    proxy = start_nginx(
-        processes,
-        gunicorn.port,
-        tmp_path / "nginx",
-        ready_path="/healthz",
-        ready_statuses=(200, 503),
-    )
+    proxy = start_proxy(processes, gunicorn.port, tmp_path)
 
     result = asyncio.run(
         attack(proxy.port, "nginx → gunicorn", SLOW, RATE, SECONDS, SECRET, SHOP, SETTLE)

@@ -30,10 +30,10 @@ from werkzeug import Request, Response
 
 from automation.intake.sources.shopify import sign
 from automation.models import Delivery
-from bench.servers import GUNICORN_WORKERS, Processes, Server, start_nginx
+from bench.servers import GUNICORN_WORKERS, Processes, Server
 from bench.slow_clients import LIMIT_S
 from tests.support.signing import SECRET, SHOP
-from tests.support.stack import start_pool
+from tests.support.stack import start_pool, start_proxy
 
 PICKER_TIMEOUT = 1.0  # VENDOR_INTERACTIVE_TIMEOUT of the admin pool
 SHOPIFY_DELAY = PICKER_TIMEOUT + 2.0  # the stand-in answers after the picker gave up
@@ -176,14 +176,7 @@ def test_webhooks_are_answered_within_a_second_while_every_admin_worker_waits_on
     shopify_url, shopify_saw = slow_shopify
     admin = pool(processes, tmp_path, "admin-pool", shopify_url)
     webhooks = pool(processes, tmp_path, "webhook-pool", shopify_url)
-    proxy = start_nginx(
-        processes,
-        admin.port,
-        tmp_path / "nginx",
-        ready_path="/healthz",
-        ready_statuses=(200, 503),
-        webhooks_port=webhooks.port,
-    )
+    proxy = start_proxy(processes, admin.port, tmp_path, webhooks_port=webhooks.port)
     cookie = merchant_cookie()
 
     # When the merchant types "Nordlicht" into the picker, again and again, while Shopify is slow
@@ -217,9 +210,7 @@ def test_with_one_pool_for_both_the_same_searches_make_the_webhooks_late(
     """One pool for everything (nginx sends webhooks and admin alike to it): the test sees it."""
     shopify_url, _ = slow_shopify
     shared = pool(processes, tmp_path, "shared-pool", shopify_url)
-    proxy = start_nginx(
-        processes, shared.port, tmp_path / "nginx", ready_path="/healthz", ready_statuses=(200, 503)
-    )
+    proxy = start_proxy(processes, shared.port, tmp_path)
     cookie = merchant_cookie()
 
     load = merchant_searches_while_webhooks_arrive(proxy.port, cookie, "shared")

@@ -29,18 +29,13 @@ SECRET = "shpss_first_hour"
 @pytest.fixture
 def shop(httpserver, settings):
     """The shop's Admin API (static token) with Winterzauber in two sizes among its products."""
-    standin = winterzauber.shop(httpserver, settings)
     settings.SHOPIFY_WEBHOOK_SECRETS = [SECRET]
     settings.SHOPIFY_WEBHOOKS_MANAGED_BY = "api"
     settings.PUBLIC_BASE_URL = "https://automation.elbkerzen.example"
-    yield standin
-    httpserver.check_handler_errors()
+    yield from winterzauber.served_shop(httpserver, settings)
 
 
-@pytest.fixture
-def account(google_ads, settings):
-    yield winterzauber.account(google_ads, settings)
-    google_ads.reset_search()
+account = pytest.fixture(name="account")(winterzauber.ads_account)
 
 
 def shot(page, name: str) -> None:

@@ -15,18 +15,13 @@ from automation.google_ads import adapter as google_ads
 from automation.models import AdGroupAction, Delivery
 from automation.platform import queues, scheduling
 from automation.platform.exceptions import TransientAdsError
+from tests.google_ads.test_inventory_end_to_end import SOLD_OUT
 from tests.support.signing import post_shopify
 from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 AD_GROUPS = ("555", "556", "557")
-SOLD_OUT = {
-    "inventory_item_id": 808950810,
-    "location_id": 24826418,
-    "available": 0,
-    "updated_at": "2026-11-26T16:10:00+01:00",
-}
 
 
 @pytest.fixture

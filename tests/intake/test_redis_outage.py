@@ -9,19 +9,10 @@ from rq import SimpleWorker
 from automation import jobs
 from automation.models import Delivery
 from automation.platform.queues import default_queue
-from tests.support.private_redis import PrivateRedis, needs_redis_server
+from tests.support.private_redis import needs_redis_server
 from tests.support.signing import post_shopify
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_redis_server]
-
-
-@pytest.fixture
-def private_redis(settings):
-    server = PrivateRedis()
-    server.start()
-    settings.REDIS_URL = server.url
-    yield server
-    server.stop()
 
 
 def test_deliveries_survive_a_redis_stop_and_restart(client, private_redis, handler):

@@ -9,7 +9,6 @@ the checkout one decision and at most one mail.
 
 import time
 from datetime import timedelta
-from decimal import Decimal
 
 import pytest
 from django.conf import settings as django_settings
@@ -22,15 +21,14 @@ from rq.cron import CronScheduler
 from automation.models import (
     CheckoutState,
     Delivery,
-    MarginRule,
     ReminderDecision,
-    ReminderSettings,
 )
 from automation.platform import scheduling
 from automation.platform.queues import job_is_alive, redis_client
 from automation.reminders import catch_up as reminder_catch_up
 from tests.reminders.test_checkouts import EMAIL, checkout_body
-from tests.support.private_redis import PrivateRedis, needs_redis_server
+from tests.support.private_redis import needs_redis_server
+from tests.support.reminder_shop import reminder_shop  # noqa: F401 (the `shop` fixture)
 from tests.support.signing import post_shopify
 
 pytestmark = [
@@ -40,15 +38,6 @@ pytestmark = [
 ]
 
 Status = Delivery.Status
-
-
-@pytest.fixture
-def private_redis(settings):
-    server = PrivateRedis()
-    server.start()
-    settings.REDIS_URL = server.url
-    yield server
-    server.stop()
 
 
 def work(*, with_scheduler: bool = True) -> None:
@@ -89,15 +78,6 @@ def age_failures(seconds: float) -> None:
     Delivery.objects.filter(status=Status.FAILED).update(
         processed_at=timezone.now() - timedelta(seconds=seconds)
     )
-
-
-@pytest.fixture
-def shop(db):
-    MarginRule.objects.create(vendor="Elbkerzen", rate=Decimal("0.55"), note="own candles")
-    config = ReminderSettings.load()
-    config.discount_code = "ELBE10"
-    config.save()
-    return config
 
 
 def test_everything_scheduled_before_redis_lost_its_data_finishes(

@@ -110,11 +110,7 @@ def test_the_dashboard_names_the_ad_group_of_a_sell_out(client):
     assert HOSTILE not in html
 
 
-@pytest.fixture
-def shop(httpserver, settings):
-    standin = winterzauber.shop(httpserver, settings)
-    yield standin
-    httpserver.check_handler_errors()
+shop = pytest.fixture(name="shop")(winterzauber.served_shop)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -130,17 +126,7 @@ def test_a_name_from_the_picker_is_kept_and_shown_escaped(admin_client, shop):
     levels.store_levels([LevelUpdate(GROSS, STORE, 4, datetime(2026, 12, 1, tzinfo=UTC))])
     answer = admin_client.post(
         "/admin/automation/watchedproduct/add/",
-        {
-            "product_id": str(PRODUCT),
-            "label": "Winterzauber",
-            "variants_all": "on",
-            "pause_at": "0",
-            "resume_at": "",
-            "enabled": "on",
-            "ad_groups": [picked],
-            "ad_groups_account": "123-456-7890",
-            "ad_groups_ids": "",
-        },
+        winterzauber.watched_product_form(ad_groups=[picked]),
         **EN,
     )
     assert answer.status_code == 302

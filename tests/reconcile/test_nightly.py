@@ -30,7 +30,8 @@ from automation.shopify import access as shopify_access
 from automation.shopify import subscriptions
 from automation.shopify.admin import TOKEN_RENEW_MARGIN, topic_to_enum
 from automation.stock import apply
-from tests.support.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
+from tests.support import shopify_admin
+from tests.support.shopify_standin import CLIENT_ID, TOKEN
 from tests.support.shopify_standin import Variant as ShopVariant
 from tests.support.watching import variant, watch
 
@@ -38,40 +39,24 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ITEM = 808950810
 STORE = 24826418
-PUBLIC = "https://automation.elbkerzen.example"
-CALLBACK = f"{PUBLIC}/webhooks/shopify/"
-SECRET = "shpss_standin_secret"
+PUBLIC = shopify_admin.PUBLIC
+CALLBACK = shopify_admin.CALLBACK
+SECRET = shopify_admin.CLIENT_SECRET
 OUR_TOPICS = [topic_to_enum(topic) for topic in subscriptions.REQUIRED_TOPICS]
 
 
 @pytest.fixture
 def shop(httpserver, settings):
-    """A shop whose Admin API answers on 127.0.0.1; a generous bucket so waits stay short."""
-    standin = ShopifyStandIn(restore_rate=5000)
-    settings.SHOPIFY_ADMIN_URL = standin.install(httpserver)
-    settings.SHOPIFY_ADMIN_TOKEN = TOKEN
-    settings.PUBLIC_BASE_URL = PUBLIC
-    standin.subscriptions = [
-        {"id": f"gid://shopify/WebhookSubscription/{n}", "topic": topic, "uri": CALLBACK}
-        for n, topic in enumerate(OUR_TOPICS)
-    ]
-    yield standin
-    httpserver.check_handler_errors()
+    """A shop whose Admin API answers on 127.0.0.1, subscribed to every topic we need."""
+    yield from shopify_admin.shop(httpserver, settings, OUR_TOPICS)
 
 
 @pytest.fixture
 def dev_shop(httpserver, settings, redis):
     """A Dev Dashboard app: client id and secret only, tokens that expire, nothing static."""
-    standin = ShopifyStandIn(restore_rate=5000, token="", client_id=CLIENT_ID, client_secret=SECRET)
-    settings.SHOPIFY_ADMIN_URL = standin.install(httpserver)
-    settings.SHOPIFY_ADMIN_TOKEN = ""
-    settings.SHOPIFY_CLIENT_ID = CLIENT_ID
-    settings.SHOPIFY_CLIENT_SECRET = SECRET
+    standin = shopify_admin.dev_app_shop(httpserver, settings)
     settings.PUBLIC_BASE_URL = PUBLIC
-    standin.subscriptions = [
-        {"id": f"gid://shopify/WebhookSubscription/{n}", "topic": topic, "uri": CALLBACK}
-        for n, topic in enumerate(OUR_TOPICS)
-    ]
+    shopify_admin.subscribe(standin, OUR_TOPICS)
     yield standin
     httpserver.check_handler_errors()
 

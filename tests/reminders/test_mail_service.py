@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from django.core.checks import run_checks
 
 from automation.intake import inbox
 from automation.intake.sources.mail_service import SOURCE, Kind, parse_tracking
-from automation.models import Delivery, MarginRule, ReminderDecision, ReminderSettings
+from automation.models import Delivery, ReminderDecision
 from automation.models import SuppressedAddress as Suppressed
 from automation.platform.exceptions import InvalidPayload
 from automation.platform.notes import text_of
@@ -30,6 +29,7 @@ from automation.platform.pseudonyms import email_ref
 from automation.reminders import checkouts
 from automation.reminders.deploy_checks import MAIL_WEBHOOKS_CLOSED_ID
 from tests.reminders.test_checkouts import EMAIL, checkout_body
+from tests.support.reminder_shop import reminder_shop  # noqa: F401 (the `shop` fixture)
 from tests.support.signing import post_shopify
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
@@ -73,15 +73,6 @@ def post_event(client, name: str, auth: str | None = SECRET, body: dict | None =
 @pytest.fixture
 def webhook_secret(settings):
     settings.ANYMAIL = {**settings.ANYMAIL, "WEBHOOK_SECRET": [SECRET, OLD_SECRET]}
-
-
-@pytest.fixture
-def shop(db):
-    MarginRule.objects.create(vendor="Elbkerzen", rate=Decimal("0.55"))
-    config = ReminderSettings.load()
-    config.discount_code = "ELBE10"
-    config.save()
-    return config
 
 
 def next_reminder(client, run_worker, checkout_id: str = "after-the-event") -> ReminderDecision:

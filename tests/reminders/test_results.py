@@ -18,7 +18,6 @@ from automation.intake.sources.checkout_version import CheckoutVersion
 from automation.models import (
     CheckoutState,
     DashboardSettings,
-    MarginRule,
     ReminderDecision,
     ReminderSettings,
     SuppressedAddress,
@@ -35,6 +34,7 @@ from automation.reminders.rules import (
 from automation.ui.dashboard import format as fmt
 from automation.ui.dashboard import selectors
 from tests.support import people
+from tests.support.reminder_shop import reminder_shop  # noqa: F401 (the `shop` fixture)
 from tests.support.signing import post_shopify, post_stripe
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
@@ -63,16 +63,6 @@ def token_drawn(held: bool, prefix: str = "t") -> str:
         for n in range(1000)
         if in_holdout("shopify", token := f"{prefix}-{n}", "", DEFAULT_HOLDOUT_SHARE) == held
     )
-
-
-@pytest.fixture
-def shop(db):
-    """Own candles at 55 % margin, a discount code configured (40 € → discount reminder)."""
-    MarginRule.objects.create(vendor="Elbkerzen", rate=Decimal("0.55"))
-    config = ReminderSettings.load()
-    config.discount_code = "ELBE10"
-    config.save()
-    return config
 
 
 def checkout(token: str, *, email: str = EMAIL, consent: bool = True, hours_ago: float = 2):

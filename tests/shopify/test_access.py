@@ -18,24 +18,21 @@ from automation.shopify.admin import (
     ShopifyCredentialsError,
 )
 from automation.ui.dashboard import selectors
-from tests.support.shopify_standin import CLIENT_ID, TOKEN, ShopifyStandIn
+from tests.support import shopify_admin
+from tests.support.shopify_standin import CLIENT_ID, TOKEN
 
 # Which way we reach the shop is read through automation.platform.connections, which asks the
 # database.
 pytestmark = pytest.mark.django_db
 
-SECRET = "shpss_standin_secret"
+SECRET = shopify_admin.CLIENT_SECRET
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def dev_shop(httpserver, settings, redis):
     """A Dev Dashboard app: client id and secret, no static token anywhere."""
-    standin = ShopifyStandIn(restore_rate=5000, token="", client_id=CLIENT_ID, client_secret=SECRET)
-    settings.SHOPIFY_ADMIN_URL = standin.install(httpserver)
-    settings.SHOPIFY_ADMIN_TOKEN = ""
-    settings.SHOPIFY_CLIENT_ID = CLIENT_ID
-    settings.SHOPIFY_CLIENT_SECRET = SECRET
+    standin = shopify_admin.dev_app_shop(httpserver, settings)
     standin.add_item(1, (11, 4, "2026-11-28T15:10:00Z"))
     yield standin
     httpserver.check_handler_errors()

@@ -43,6 +43,7 @@ from tests.support.winterzauber import (
     STORE,
     ref,
 )
+from tests.support.winterzauber import watched_product_form as form
 
 pytestmark = pytest.mark.django_db
 ADD = "/admin/automation/watchedproduct/add/"
@@ -51,17 +52,8 @@ EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 DE = {"HTTP_ACCEPT_LANGUAGE": "de"}
 
 
-@pytest.fixture
-def shop(httpserver, settings):
-    standin = winterzauber.shop(httpserver, settings)
-    yield standin
-    httpserver.check_handler_errors()
-
-
-@pytest.fixture
-def account(google_ads, settings):
-    yield winterzauber.account(google_ads, settings)
-    google_ads.reset_search()
+shop = pytest.fixture(name="shop")(winterzauber.served_shop)
+account = pytest.fixture(name="account")(winterzauber.ads_account)
 
 
 @pytest.fixture
@@ -85,23 +77,6 @@ def hanging_shopify(settings):
 
 def texts(response) -> list[str]:
     return [str(message) for message in get_messages(response.wsgi_request)]
-
-
-def form(**changes) -> dict:
-    """The watched product's form as the browser posts it: Winterzauber, all variants, 555."""
-    data = {
-        "product_id": str(PRODUCT),
-        "label": "Winterzauber",
-        "variants_all": "on",
-        "pause_at": "0",
-        "resume_at": "",
-        "enabled": "on",
-        "ad_groups": [ref("555")],
-        "ad_groups_account": "123-456-7890",
-        "ad_groups_ids": "",
-        **changes,
-    }
-    return {key: value for key, value in data.items() if value is not None}
 
 
 def catalogue() -> None:

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from bench.servers import Processes, Server, nginx_binary, start_gunicorn
+from bench.servers import Processes, Server, nginx_binary, start_gunicorn, start_nginx
 from tests.support.signing import SECRET, SHOP
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -58,6 +58,19 @@ def start_pool(
     }
     return start_gunicorn(
         processes, env=env, name=name, ready_path="/healthz", ready_statuses=(200, 503)
+    )
+
+
+def start_proxy(processes: Processes, port: int, tmp_path: Path, **options) -> Server:
+    """The committed nginx config in front of the pool on `port`; up once /healthz answers,
+    a 503 included (the stack is up, a dependency is not)."""
+    return start_nginx(
+        processes,
+        port,
+        tmp_path / "nginx",
+        ready_path="/healthz",
+        ready_statuses=(200, 503),
+        **options,
     )
 
 

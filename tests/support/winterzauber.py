@@ -5,6 +5,7 @@ stock) at Lager Hamburg, an archived Sommerwiese, and the locations. In the Goog
 stand-in: the account's ad groups by campaign.
 """
 
+from collections.abc import Iterator
 from urllib.parse import urlencode
 
 from tests.support.shopify_standin import TOKEN, ShopifyStandIn, Variant
@@ -46,6 +47,13 @@ def shop(httpserver, settings) -> ShopifyStandIn:
     return standin
 
 
+def served_shop(httpserver, settings) -> Iterator[ShopifyStandIn]:
+    """shop() for a test's whole run, then any error the stand-in's handlers raised; use as a
+    fixture: `shop = pytest.fixture(name="shop")(winterzauber.served_shop)`."""
+    yield shop(httpserver, settings)
+    httpserver.check_handler_errors()
+
+
 def account(google_ads, settings):
     """The Google Ads stand-in with the shop's account and its ad groups."""
     settings.GOOGLE_ADS_CUSTOMER_ID = CUSTOMER
@@ -53,6 +61,13 @@ def account(google_ads, settings):
     for ad_group_id, (name, campaign, status) in AD_GROUPS.items():
         google_ads.add_ad_group(ad_group_id, name, campaign, status)
     return google_ads
+
+
+def ads_account(google_ads, settings):
+    """account() for a test's whole run, its search answers reset afterwards; use as a
+    fixture: `account = pytest.fixture(name="account")(winterzauber.ads_account)`."""
+    yield account(google_ads, settings)
+    google_ads.reset_search()
 
 
 def ref(ad_group_id: str) -> str:
@@ -66,3 +81,21 @@ def ref(ad_group_id: str) -> str:
             "campaign_name": campaign,
         }
     )
+
+
+def watched_product_form(**changes) -> dict:
+    """The watched product's form as the browser posts it: Winterzauber, all variants, 555;
+    a change to None leaves that field out."""
+    data = {
+        "product_id": str(PRODUCT),
+        "label": "Winterzauber",
+        "variants_all": "on",
+        "pause_at": "0",
+        "resume_at": "",
+        "enabled": "on",
+        "ad_groups": [ref("555")],
+        "ad_groups_account": "123-456-7890",
+        "ad_groups_ids": "",
+        **changes,
+    }
+    return {key: value for key, value in data.items() if value is not None}

@@ -28,21 +28,13 @@ from automation.models import (
 )
 from tests.support.levels import apply_level
 from tests.support.watching import variant, watch
+from tests.ui.test_api_permissions import RESOURCES
 
 pytestmark = pytest.mark.django_db
 
 BERLIN = "Europe/Berlin"
-ENDPOINTS = [
-    "/api/",
-    "/api/watched-products/",
-    "/api/margin-rules/",
-    "/api/promotions/",
-    "/api/deliveries/",
-    "/api/ad-group-actions/",
-    "/api/reminder-decisions/",
-    "/api/schema/",
-    "/api/schema/browse/",
-]
+# The root, every resource, the schema and its browsable page.
+ENDPOINTS = ["/api/", *RESOURCES, "/api/schema/", "/api/schema/browse/"]
 
 
 def client_for(*, is_staff: bool) -> APIClient:
