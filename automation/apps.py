@@ -14,8 +14,9 @@ class AutomationConfig(AppConfig):
         from automation.intake import mail_service_views  # noqa: F401
         from automation.platform import connections, masking
         from automation.privacy import redaction  # noqa: F401
-        from automation.reminders import bounces, checkouts, deploy_checks  # noqa: F401
-        from automation.stock import handlers  # noqa: F401
+        from automation.reminders import bounces, deploy_checks  # noqa: F401
+        from automation.reminders import handlers as reminder_handlers  # noqa: F401
+        from automation.stock import handlers as stock_handlers  # noqa: F401
         from automation.ui import admin  # noqa: F401
 
         # the secrets entered on the set-up page are masked in log text like configured ones

@@ -1,6 +1,7 @@
-"""Reminders for abandoned checkouts: checkout versions, evaluate, the pure rules, claims,
-the mail and its text, paid check, suppression, bounces, addresses, catch-up.
+"""Reminders for abandoned checkouts: the webhook handlers, the evaluation, the pure rules,
+attribution and the results per arm, the mail and its text, the paid check, suppression,
+bounces, the unsubscribe page and the catch-up.
 
-Imports intake (handler contract, rows), platform, models and the vendors (shopify, stripe);
-never ui.
+Imports intake (the handler contract and sources), platform, models and the vendors (shopify,
+stripe); never ui.
 """

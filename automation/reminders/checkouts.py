@@ -1,4 +1,6 @@
-"""Abandoned checkouts: newest state wins, consent first, expected value decides, one reminder.
+"""Evaluating an abandoned checkout: consent first, expected value decides, one reminder.
+
+The webhook handlers that store checkouts are `handlers.py`, attribution is `attribution.py`.
 
 A reminder is evaluated REMINDER_DELAY after a checkout's last update (RQ's scheduler); the
 evaluation exits quietly when the checkout changed since, so a checkout that keeps changing is
@@ -12,37 +14,27 @@ measured (`arm_counts`) and can replace the guessed probabilities once there is 
 
 import logging
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Case, Count, F, Q, Value, When
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from automation.intake.handling import Outcome, handles
-from automation.intake.sources.checkout_version import CheckoutVersion
-from automation.intake.sources.shopify_checkouts import OrderEvent
 from automation.models import (
     CheckoutState,
-    Delivery,
     ReminderDecision,
     ReminderSettings,
     SuppressedAddress,
 )
 from automation.models import MarginRule as MarginRuleRow
-from automation.platform import claims, mail_server, scheduling
+from automation.platform import claims, mail_server
 from automation.platform.addresses import address_key
-from automation.platform.notes import TEMPLATES, Note, join, note, reason_fields
+from automation.platform.notes import TEMPLATES, Note, note, reason_fields
 from automation.platform.pseudonyms import (
-    customer_id_ref,
-    customer_refs,
     email_ref,
     mask_email,
-    phone_ref,
     pseudonym_secrets,
 )
 from automation.reminders import mail as reminder_mail
@@ -94,76 +86,6 @@ STRIPE_CHECKOUT_HOSTS = frozenset({"buy.stripe.com", "checkout.stripe.com"})
 # --- the stale guard ---------------------------------------------------------------------
 
 
-def store_checkout(version: CheckoutVersion) -> CheckoutState | None:
-    """Write the version unless a later one is stored; None when it is stale.
-
-    A conditional UPDATE whose row count decides, and an INSERT the unique key protects; a
-    stored completion is kept (a completed checkout never becomes open again).
-    """
-    fields = {
-        "shop_domain": version.shop_domain,
-        "email": version.email,
-        "first_name": version.first_name,
-        "accepts_marketing": version.accepts_marketing,
-        "updated_at": version.updated_at,
-        "recovery_url": version.recovery_url,
-        "total_price": version.total_price,
-        "currency": version.currency,
-        "line_items": version.line_items,
-    }
-    # A later version without a customer id or phone keeps the known pseudonyms: a redaction
-    # must still find the checkout.
-    refs = {
-        "customer_id_ref": customer_id_ref(version.customer_id),
-        "phone_ref": phone_ref(version.phone),
-    }
-    fields.update({name: ref for name, ref in refs.items() if ref})
-    same = CheckoutState.objects.filter(source=version.source, token=version.token)
-
-    def update() -> int:
-        return same.filter(updated_at__lte=version.updated_at).update(
-            **fields, completed_at=Coalesce(F("completed_at"), Value(version.completed_at))
-        )
-
-    if not update():
-        try:
-            with transaction.atomic():
-                CheckoutState.objects.create(
-                    source=version.source,
-                    token=version.token,
-                    completed_at=version.completed_at,
-                    **fields,
-                )
-        except IntegrityError:
-            if not update():
-                return None
-    return same.get()
-
-
-def mark_completed(source: str, token: str, when: datetime, shop_domain: str = "") -> bool:
-    """Record a purchase; creates a completed placeholder if the checkout is not known yet."""
-    # Only the order's own shop completes a checkout (or one whose shop is not known).
-    same = CheckoutState.objects.filter(source=source, token=token).filter(
-        Q(shop_domain=shop_domain) | Q(shop_domain="")
-    )
-    if same.filter(completed_at__isnull=True).update(completed_at=when):
-        return True
-    if same.exists():
-        return False
-    try:
-        with transaction.atomic():
-            CheckoutState.objects.create(
-                source=source,
-                token=token,
-                shop_domain=shop_domain,
-                updated_at=when,
-                completed_at=when,
-            )
-    except IntegrityError:
-        return bool(same.filter(completed_at__isnull=True).update(completed_at=when))
-    return True
-
-
 # --- due time ------------------------------------------------------------------------------
 
 
@@ -175,219 +97,7 @@ def reminder_due_at(checkout: CheckoutState, config: ReminderSettings) -> dateti
 # --- handlers ------------------------------------------------------------------------------
 
 
-def _remember_customer(delivery: Delivery, version: CheckoutVersion) -> None:
-    """Link the body to its customer by pseudonyms, so `customers/redact` can drop it."""
-    refs = customer_refs(version.named_email, version.customer_id, version.phone)
-    if refs:
-        Delivery.objects.filter(pk=delivery.pk).update(**refs)
-
-
-def _remember_order_customer(delivery: Delivery, order: OrderEvent) -> None:
-    """An order body names its customer like a checkout does (`email`, `phone`, `customer`)."""
-    refs = customer_refs(order.named_email, order.customer_id, order.phone)
-    if refs:
-        Delivery.objects.filter(pk=delivery.pk).update(**refs)
-
-
-@dataclass(frozen=True)
-class ScheduleEvaluation:
-    """Follow-up: evaluate this checkout version's reminder at `at`.
-
-    Run by the inbox after the handler's transaction commits, so the job never runs before the
-    version it evaluates is visible.
-    """
-
-    checkout: CheckoutState
-    at: datetime
-
-    def run(self) -> None:
-        scheduling.schedule_evaluation(self.checkout, at=self.at)
-
-
-def _skip_invalid_email(checkout: CheckoutState) -> Outcome:
-    """Decide at once: the address was refused at the edge and is not stored, so a later
-    evaluation could only say "no e-mail address"."""
-    _record(checkout, overwrite=False, arm=Arm.NONE, reason=INVALID_EMAIL)
-    return Outcome(
-        Delivery.Status.DONE, note("checkout_invalid_email", reason=note("invalid_email"))
-    )
-
-
-@handles("shopify", "checkouts/create", "checkouts/update")
-def handle_shopify_checkout(version: CheckoutVersion, delivery: Delivery) -> Outcome:
-    """Store the newest checkout version and schedule its evaluation."""
-    _remember_customer(delivery, version)
-    checkout = store_checkout(version)
-    if checkout is None:
-        return Outcome(Delivery.Status.STALE, note("checkout_newer_stored"))
-    if checkout.completed_at:
-        return Outcome(Delivery.Status.DONE, note("checkout_completed"))
-    if version.email_invalid:
-        return _skip_invalid_email(checkout)
-    due = reminder_due_at(checkout, ReminderSettings.load())
-    return Outcome(
-        Delivery.Status.DONE,
-        note("evaluation_scheduled", at=due),
-        follow_ups=(ScheduleEvaluation(checkout, due),),
-    )
-
-
-@handles("shopify", "orders/create")
-def handle_order(order: OrderEvent, delivery: Delivery) -> Outcome:
-    """An order for a checkout completes it (no reminder after that) and is attributed to the
-    reminder decision it followed, by checkout or by address."""
-    _remember_order_customer(delivery, order)
-    when = order.created_at or timezone.now()
-    attributed = attribute_order(
-        Order(
-            ref=f"shopify:order:{order.order_id}",
-            source=CheckoutState.Source.SHOPIFY,
-            shop_domain=delivery.shop_domain,
-            token=order.checkout_token,
-            email=order.named_email,
-            placed_at=when,
-            value=order.total_price,
-        ),
-        ReminderSettings.load(),
-    )
-    if not order.checkout_token:
-        if attributed:
-            return Outcome(Delivery.Status.DONE, join(note("order_without_token"), attributed))
-        return Outcome(Delivery.Status.IGNORED, note("order_without_token"))
-    mark_completed(CheckoutState.Source.SHOPIFY, order.checkout_token, when, delivery.shop_domain)
-    return Outcome(
-        Delivery.Status.DONE,
-        join(note("checkout_marked_completed"), attributed or note("not_attributed")),
-    )
-
-
-@handles("stripe", "checkout.session.expired")
-def handle_stripe_expired(version: CheckoutVersion, delivery: Delivery) -> Outcome:
-    """Stripe reports expiry late already: evaluate at once."""
-    _remember_customer(delivery, version)
-    checkout = store_checkout(version)
-    if checkout is None:
-        return Outcome(Delivery.Status.STALE, note("session_newer_stored"))
-    if version.email_invalid:
-        return _skip_invalid_email(checkout)
-    return Outcome(
-        Delivery.Status.DONE,
-        note("evaluation_enqueued"),
-        follow_ups=(ScheduleEvaluation(checkout, timezone.now()),),
-    )
-
-
-@handles("stripe", "checkout.session.completed")
-def handle_stripe_completed(version: CheckoutVersion, delivery: Delivery) -> Outcome:
-    """A paid session completes its checkout and is attributed like a Shopify order."""
-    _remember_customer(delivery, version)
-    attributed = attribute_order(
-        Order(
-            ref=f"stripe:{version.token}",
-            source=CheckoutState.Source.STRIPE,
-            shop_domain=version.shop_domain,
-            token=version.token,
-            email=version.email,
-            placed_at=version.updated_at,
-            value=version.total_price,
-        ),
-        ReminderSettings.load(),
-    )
-    mark_completed(
-        CheckoutState.Source.STRIPE, version.token, version.updated_at, version.shop_domain
-    )
-    return Outcome(
-        Delivery.Status.DONE,
-        join(note("session_marked_completed"), attributed or note("not_attributed")),
-    )
-
-
 # --- attribution: which decision an order was the result of ---------------------------------
-
-
-@dataclass(frozen=True)
-class Order:
-    """An order as attribution reads it, whichever sender reported it."""
-
-    ref: str
-    """Unique per order ("shopify:order:<id>", "stripe:<session id>"): attributed once."""
-    source: str
-    token: str
-    """The checkout it completes, "" when none (a draft or POS order)."""
-    email: str
-    placed_at: datetime
-    value: Decimal | None
-    shop_domain: str = ""
-    """The shop that took the order: only its own checkouts' decisions may claim it."""
-
-
-def _attributable(decisions):
-    """Open decisions made before the order; measured arms first (they are what we count),
-    then the newest."""
-    measured_first = Case(When(arm__in=MEASURED_ARMS, then=Value(0)), default=Value(1))
-    return decisions.filter(converted_at__isnull=True).order_by(
-        measured_first, "-decided_at", "-pk"
-    )
-
-
-def attribute_order(order: Order, config: ReminderSettings) -> Note | str:
-    """Record the order on the decision for the same checkout, else on the newest one for the
-    same address within the attribution window; a note of what happened, "" when none fits.
-    Only decisions about checkouts of the order's own shop (source and shop domain) count: one
-    buyer may shop at two shops that deliver here.
-
-    At-least-once safe: an order is recorded at most once (the unique `order_ref`; a repeat
-    finds the first decision converted, tries the next and is refused by the key), and a
-    decision converts at most once (the conditional UPDATE on `converted_at IS NULL`).
-    """
-    if ReminderDecision.objects.filter(order_ref=order.ref).exists():
-        return note("order_attributed_already")
-    before = ReminderDecision.objects.filter(
-        decided_at__lte=order.placed_at,
-        checkout__source=order.source,
-        checkout__shop_domain=order.shop_domain,
-    )
-    candidates = []
-    if order.token:
-        candidates.append(
-            (
-                ReminderDecision.AttributedBy.CHECKOUT,
-                _attributable(
-                    before.filter(checkout__source=order.source, checkout__token=order.token)
-                ),
-            )
-        )
-    key = address_key(order.email) if order.email else None
-    if key:
-        since = order.placed_at - timedelta(days=config.attribution_window_days)
-        same_address = before.alias(address=Lower("email")).filter(
-            address=key, decided_at__gte=since
-        )
-        candidates.append((ReminderDecision.AttributedBy.ADDRESS, _attributable(same_address)))
-    for attributed_by, decisions in candidates:
-        decision = decisions.first()
-        if decision is None:
-            continue
-        try:
-            with transaction.atomic():
-                won = ReminderDecision.objects.filter(
-                    pk=decision.pk, converted_at__isnull=True
-                ).update(
-                    converted_at=order.placed_at,
-                    order_value=order.value,
-                    order_ref=order.ref,
-                    attributed_by=attributed_by,
-                )
-        except IntegrityError:
-            return note("order_attributed_already")
-        if won:
-            return note(
-                "attributed_to_decision",
-                decision=decision.pk,
-                arm=note(f"arm_{decision.arm}"),
-                by=note(f"attributed_by_{attributed_by}"),
-            )
-    return ""
 
 
 # --- evaluation ----------------------------------------------------------------------------
@@ -624,7 +334,7 @@ def decide(checkout: CheckoutState, config: ReminderSettings) -> tuple[ReminderC
     return choice, inputs
 
 
-def _record(checkout: CheckoutState, *, overwrite: bool, **fields) -> ReminderDecision:
+def record_decision(checkout: CheckoutState, *, overwrite: bool, **fields) -> ReminderDecision:
     """One decision row per checkout version; a later run only overwrites it to send."""
     lookup = {"checkout": checkout, "checkout_version": checkout.updated_at}
     fields.setdefault("email", checkout.email)
@@ -664,17 +374,17 @@ def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True)
     config = ReminderSettings.load()
     reason = skip_reason(checkout, config)
     if reason:
-        _record(checkout, overwrite=False, arm=Arm.NONE, reason=reason)
+        record_decision(checkout, overwrite=False, arm=Arm.NONE, reason=reason)
         return f"skipped: {reason}"
     choice, inputs = decide(checkout, config)
     if choice.arm == Arm.NONE:
-        _record(checkout, overwrite=False, **_choice_fields(choice, inputs))
+        record_decision(checkout, overwrite=False, **_choice_fields(choice, inputs))
         return "none"
     paid = paid_check.ask(checkout)
     if paid.paid == paid_check.Paid.UNKNOWN and paid.retry and not final_attempt:
         raise paid_check.PaidUnknown(str(paid.reason))
     if paid.paid != paid_check.Paid.NO:
-        _record(
+        record_decision(
             checkout,
             overwrite=False,
             **{
@@ -688,12 +398,12 @@ def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True)
     checkout_key = checkout_claim_key(checkout)
     address_key = address_claim_key(checkout.email)
     if not claims.claim_once(checkout_key, CHECKOUT_CLAIM_TTL):
-        _record(checkout, overwrite=False, arm=Arm.NONE, reason=CLAIM_TAKEN)
+        record_decision(checkout, overwrite=False, arm=Arm.NONE, reason=CLAIM_TAKEN)
         return "skipped: claimed"
     if in_holdout(checkout.source, checkout.token, config.holdout_salt, config.holdout_share):
         # The checkout's claim is kept, as after a mail: a later version is not drawn again.
         # The address claim is not taken: no mail went out.
-        _record(
+        record_decision(
             checkout,
             overwrite=False,
             **{
@@ -705,10 +415,10 @@ def evaluate(checkout_id: int, version: datetime, *, final_attempt: bool = True)
         return "holdout"
     if not claims.claim_once(address_key, timedelta(days=config.frequency_cap_days)):
         claims.release(checkout_key)
-        _record(checkout, overwrite=False, arm=Arm.NONE, reason=frequency_capped(config))
+        record_decision(checkout, overwrite=False, arm=Arm.NONE, reason=frequency_capped(config))
         return "skipped: frequency cap"
 
-    decision = _record(checkout, overwrite=True, **_choice_fields(choice, inputs), error="")
+    decision = record_decision(checkout, overwrite=True, **_choice_fields(choice, inputs), error="")
     try:
         reminder_mail.send(checkout, choice.arm, config)
     except Exception as err:

@@ -22,7 +22,7 @@ from automation.models import (
     SuppressedAddress,
 )
 from automation.platform import claims
-from automation.reminders import checkouts
+from automation.reminders import checkouts, handlers
 from tests.support.reminder_shop import reminder_shop
 from tests.support.signing import post_shopify, post_stripe
 
@@ -216,11 +216,11 @@ def test_completed_checkout_never_reopens(shop):
     done = CheckoutVersion(
         **{**base.__dict__, "completed_at": timezone.now(), "updated_at": base.updated_at}
     )
-    checkouts.store_checkout(done)
+    handlers.store_checkout(done)
     later = CheckoutVersion(
         **{**base.__dict__, "updated_at": base.updated_at + timedelta(minutes=1)}
     )
-    stored = checkouts.store_checkout(later)
+    stored = handlers.store_checkout(later)
     assert stored.completed_at is not None
     assert stored.updated_at == later.updated_at
 

@@ -23,7 +23,7 @@ from automation.models import (
     SuppressedAddress,
 )
 from automation.models.dashboard import DEFAULT_MANUAL_CHECK_HOURS
-from automation.reminders import checkouts
+from automation.reminders import attribution, checkouts, handlers
 from automation.reminders.rules import (
     DEFAULT_ATTRIBUTION_WINDOW_DAYS,
     DEFAULT_HOLDOUT_SHARE,
@@ -78,7 +78,7 @@ def checkout(token: str, *, email: str = EMAIL, consent: bool = True, hours_ago:
         currency="EUR",
         line_items=LINES,
     )
-    return checkouts.store_checkout(version)
+    return handlers.store_checkout(version)
 
 
 def evaluate(state: CheckoutState) -> str:
@@ -212,8 +212,8 @@ def test_an_order_after_the_window_is_not_attributed(shop):
     evaluate(state)
     ReminderDecision.objects.update(decided_at=timezone.now() - WINDOW - timedelta(hours=1))
 
-    note = checkouts.attribute_order(
-        checkouts.Order(
+    note = attribution.attribute_order(
+        attribution.Order(
             ref="shopify:order:9003",
             source="shopify",
             token="",
@@ -232,8 +232,8 @@ def test_an_order_placed_before_the_decision_is_not_its_result(shop):
     state = checkout(token_drawn(False))
     evaluate(state)
 
-    note = checkouts.attribute_order(
-        checkouts.Order(
+    note = attribution.attribute_order(
+        attribution.Order(
             ref="shopify:order:9004",
             source="shopify",
             token=state.token,
@@ -260,7 +260,7 @@ def test_a_paid_stripe_session_converts_its_decision(client, run_worker, shop):
         total_price=Decimal("40.00"),
         currency="EUR",
     )
-    state = checkouts.store_checkout(version)
+    state = handlers.store_checkout(version)
     shop.holdout_share = Decimal(0)
     shop.save()
     assert evaluate(state) == "sent discount"  # no lines: 40 € at the default 40 % margin
