@@ -125,7 +125,6 @@ def stored_sellability(product: WatchedProduct) -> rule.Sellability:
         product.sellable,
         rule.Reason(reason.get("code", "stock_unknown"), dict(reason.get("values") or {})),
         product.stock,
-        rule.where_text((reason.get("values") or {}).get("where")),
     )
 
 

@@ -89,14 +89,13 @@ class ProductFact:
 class Sellability:
     """Whether a product can be sold now: None while nothing is known about its stock.
 
-    `stock` is the counted total (None when not counted), `where` the variants and locations
-    whose stock decided ("groß: 3 (Lager Hamburg)"), for the reason and the status column.
+    `stock` is the counted total (None when not counted); the variants and locations whose stock
+    decided stand in the reason's values (`where`), which render them.
     """
 
     sellable: bool | None
     reason: Reason
     stock: int | None = None
-    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,13 +144,11 @@ def product_sellable(product: ProductFact) -> Sellability:
             return Sellability(
                 True,
                 Reason("untracked", {"label": label, "variant": variant.name}),
-                where=variant.name,
             )
         if variant.keeps_selling:
             return Sellability(
                 True,
                 Reason("keeps_selling", {"label": label, "variant": variant.name}),
-                where=variant.name,
             )
     if not any(variant.levels for variant in product.variants):
         return Sellability(None, Reason("stock_unknown", {"label": label}))
@@ -162,24 +159,23 @@ def product_sellable(product: ProductFact) -> Sellability:
         if level.counted
     )
     entries = _where(product.variants)
-    where = where_text(entries)
     waiting = product.was_sellable is False and product.resume_at > product.pause_at
     level = product.resume_at if waiting else product.pause_at
     values = {"label": label, "stock": stock, "level": level, "where": entries}
     if stock > level:
-        return Sellability(True, Reason("in_stock", values), stock, where)
+        return Sellability(True, Reason("in_stock", values), stock)
     unknown = [variant.name for variant in product.variants if not variant.levels]
     if unknown:
         # Not sold out for sure while a variant's stock was never reported (the nightly run
         # reads it): pausing now could stop ads for a product that sells.
         values["unknown"] = ", ".join(unknown)
-        return Sellability(None, Reason("stock_partly_unknown", values), stock, where)
+        return Sellability(None, Reason("stock_partly_unknown", values), stock)
     if stock > product.pause_at:  # paused, and not yet above the resume level
-        return Sellability(False, Reason("below_resume", values), stock, where)
+        return Sellability(False, Reason("below_resume", values), stock)
     values["level"] = product.pause_at
     several = len(product.variants) > 1
     code = "all_sold_out" if several and stock <= 0 else "sold_out"
-    return Sellability(False, Reason(code, values), stock, where)
+    return Sellability(False, Reason(code, values), stock)
 
 
 def ad_group_status(facts: AdGroupFact) -> Verdict:
