@@ -14,7 +14,7 @@ from django.db import close_old_connections, connection
 from rq import get_current_job
 from rq.job import Job
 
-from automation.intake import inbox
+from automation.intake import inbox, sweeper
 from automation.platform import alerts, metrics
 from automation.promotions import edges as promotions
 from automation.reconcile import nightly as reconcile
@@ -56,7 +56,7 @@ def process_delivery(delivery_id: int) -> str:
 @_job
 def sweep_deliveries() -> int:
     """Enqueue deliveries that missed their job (Redis outage, killed worker)."""
-    return inbox.sweep()
+    return sweeper.sweep()
 
 
 @_job

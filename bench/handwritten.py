@@ -11,7 +11,7 @@ process's CPU time and, for a local server, the backend's (`/proc/<pid>/schedsta
 Cases (each operation as the job or the intake runs it):
 - `claim`: inbox.claim() (UPDATE … RETURNING, the row turned into a Delivery by rows.load)
   against the same statement through `Delivery.objects.raw()`;
-- `finish`: inbox._finish() against `Delivery.objects.filter(pk=…).update(…)`;
+- `finish`: outcomes.finish() against `Delivery.objects.filter(pk=…).update(…)`;
 - `insert_action`: rows.insert(AdGroupAction) against `AdGroupAction.objects.create()`;
 - `insert_delivery`: rows.insert(Delivery) as the intake calls it, against `objects.create()`;
 - `execute`: the outcome's UPDATE through rows.execute() (psycopg's cursor, prepared) against
@@ -104,20 +104,20 @@ def _claim_orm(rows: list[Any], i: int) -> Any:
 
 
 def _finish_written(rows: list[Any], i: int) -> Any:
-    from automation.intake import inbox
+    from automation.intake import outcomes
     from automation.intake.handling import Outcome
 
-    return inbox._finish(rows[i], Outcome("done", NOTE))
+    return outcomes.finish(rows[i], Outcome("done", NOTE))
 
 
 def _finish_orm(rows: list[Any], i: int) -> Any:
     from django.utils import timezone
 
-    from automation.intake import inbox
+    from automation.intake import outcomes
     from automation.models import Delivery
 
     return Delivery.objects.filter(pk=rows[i].pk).update(
-        status="done", result=inbox.storable(NOTE), last_error="", processed_at=timezone.now()
+        status="done", result=outcomes.storable(NOTE), last_error="", processed_at=timezone.now()
     )
 
 
@@ -184,26 +184,26 @@ def _insert_delivery_orm(state: None, i: int) -> Any:
 def _execute_params(rows: list[Any], i: int) -> list[Any]:
     from django.utils import timezone
 
-    from automation.intake import inbox
+    from automation.intake import outcomes
     from automation.intake.handling import Outcome
 
-    return inbox._finish_params(rows[i], Outcome("done", NOTE), timezone.now())
+    return outcomes._finish_params(rows[i], Outcome("done", NOTE), timezone.now())
 
 
 def _execute_written(rows: list[Any], i: int) -> Any:
-    from automation.intake import inbox
+    from automation.intake import outcomes
     from automation.platform import rows as hot_rows
 
-    return hot_rows.execute(inbox._finish_sql(), _execute_params(rows, i))
+    return hot_rows.execute(outcomes._finish_sql(), _execute_params(rows, i))
 
 
 def _execute_orm(rows: list[Any], i: int) -> Any:
     from django.db import connection
 
-    from automation.intake import inbox
+    from automation.intake import outcomes
 
     with connection.cursor() as cursor:
-        cursor.execute(inbox._finish_sql(), _execute_params(rows, i))
+        cursor.execute(outcomes._finish_sql(), _execute_params(rows, i))
 
 
 CASES = [

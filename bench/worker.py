@@ -9,7 +9,7 @@ not. Target: the inventory rate is at least 0.8 of the no-op rate (a worker keep
 burst).
 
 The deliveries are stored before the worker starts, as a burst that queued up: with the app's
-default DELIVERY_BATCH_SIZE a job takes the waiting ones along (`inbox.claim_backlog`) and the
+default DELIVERY_BATCH_SIZE a job takes the waiting ones along (`backlog.claim_backlog`) and the
 others' jobs find theirs taken. `DELIVERY_BATCH_SIZE=1 python bench/worker.py` measures one
 job per delivery (a worker that keeps up, with no backlog).
 

@@ -60,7 +60,7 @@ class Batching:
     """How a topic's backlog is worked off in one job: its handler and the key it groups by.
 
     For topics whose deliveries supersede each other (a stock level): when a burst has queued
-    up, the job that claims one delivery claims the others waiting (`inbox.claim_backlog`),
+    up, the job that claims one delivery claims the others waiting (`backlog.claim_backlog`),
     and each group of one key runs in one transaction with its outcomes; the jobs of the
     others then find them taken, which costs one statement instead of a whole job's work.
     """

@@ -17,7 +17,7 @@ from django.utils import formats, timezone, translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext_lazy
 
-# What jsonb cannot hold (NUL, lone surrogates): written as escapes, as `inbox.storable` does.
+# What jsonb cannot hold (NUL, lone surrogates): written as escapes, as `outcomes.storable` does.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 # The shop's time zone: a date in a note is read by the merchant in Berlin.
 SHOP_ZONE = ZoneInfo("Europe/Berlin")

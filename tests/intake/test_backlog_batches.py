@@ -12,7 +12,7 @@ from django.core import mail
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from automation.intake import handling, inbox
+from automation.intake import backlog, handling, inbox, sweeper
 from automation.models import AdGroupAction, Delivery, StockLevel
 from automation.platform import queues
 from automation.platform.exceptions import TransientAdsError
@@ -213,7 +213,7 @@ def test_a_followers_failure_is_resumed_by_the_sweeper_when_its_job_has_run(
     Delivery.objects.filter(pk=follower.pk).update(
         processed_at=timezone.now() - timedelta(seconds=settings.DELIVERY_RETRY_INTERVALS[0] + 1)
     )
-    assert inbox.sweep() == 1
+    assert sweeper.sweep() == 1
     run_worker()
     follower = Delivery.objects.get(pk=follower.pk)
     assert (follower.status, follower.attempts) == (Status.DONE, 2)
@@ -326,7 +326,7 @@ def test_a_row_another_job_is_claiming_is_skipped_not_waited_for(
     holder.start()
     try:
         assert locked.wait(10)
-        claimed = inbox.claim_backlog(inbox.claim(leader.pk))
+        claimed = backlog.claim_backlog(inbox.claim(leader.pk))
     finally:
         release.set()
         holder.join()

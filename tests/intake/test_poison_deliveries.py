@@ -9,7 +9,7 @@ from django.core import mail
 from django.utils import timezone
 from rq.job import Job
 
-from automation.intake import inbox
+from automation.intake import backlog, inbox, sweeper
 from automation.models import Delivery
 from automation.platform import scheduling
 from tests.support.signing import post_shopify
@@ -49,12 +49,12 @@ def test_a_delivery_whose_worker_dies_every_time_ends_dead_with_one_alert(
         assert claimed.attempts == attempt
         worker_killed(delivery, queue, settings)
         # When the sweeper finds it `processing` past its lease
-        inbox.sweep()
+        sweeper.sweep()
         row = Delivery.objects.get(pk=delivery.pk)
         if attempt < limit:
             # Then the attempt counts and the job comes back with only the retries left
             assert (row.status, row.attempts) == (Status.FAILED, attempt)
-            assert str(inbox.STOPPED_MID_JOB) == row.last_error
+            assert str(sweeper.STOPPED_MID_JOB) == row.last_error
             job = Job.fetch(scheduling.job_id_for(delivery.pk), connection=queue.connection)
             assert (job.retries_left or 0) == limit - 1 - attempt  # None: none left
             assert alerts() == []
@@ -63,7 +63,7 @@ def test_a_delivery_whose_worker_dies_every_time_ends_dead_with_one_alert(
     assert (row.status, row.attempts) == (Status.DEAD, limit)
     assert len(alerts()) == 1
     assert inbox.claim(delivery.pk) is None
-    inbox.sweep()
+    sweeper.sweep()
     assert len(alerts()) == 1
     assert handler.calls == []
 
@@ -100,8 +100,8 @@ def test_a_received_row_whose_attempts_are_spent_goes_dead_on_the_sweep(
     )
     assert inbox.claim(delivery.pk) is None
 
-    inbox.sweep()
-    inbox.sweep()
+    sweeper.sweep()
+    sweeper.sweep()
     assert Delivery.objects.get(pk=delivery.pk).status == Status.DEAD
     assert len(alerts()) == 1
 
@@ -142,7 +142,7 @@ def test_a_batch_never_loads_more_body_bytes_than_the_bound(client, queue, setti
     settings.DELIVERY_BATCH_MAX_BYTES = 3 * size + size // 2  # the leader and two followers
 
     leader = inbox.claim(sent[0].pk)
-    followers = inbox.claim_backlog(leader)
+    followers = backlog.claim_backlog(leader)
 
     loaded = len(bytes(leader.body)) + sum(len(bytes(f.body)) for f in followers)
     assert loaded <= settings.DELIVERY_BATCH_MAX_BYTES
@@ -159,7 +159,7 @@ def test_a_leader_at_the_byte_bound_takes_no_followers_and_the_others_finish_alo
     settings.DELIVERY_BATCH_MAX_BYTES = len(bytes(sent[0].body))
 
     leader = inbox.claim(sent[0].pk)
-    assert inbox.claim_backlog(leader) == []
+    assert backlog.claim_backlog(leader) == []
     Delivery.objects.filter(pk=leader.pk).update(status=Status.RECEIVED)
     run_worker()
     rows = Delivery.objects.filter(pk__in=[d.pk for d in sent]).order_by("pk")
@@ -175,5 +175,5 @@ def test_a_follower_with_only_its_last_attempt_left_is_left_to_its_own_job(clien
         attempts=scheduling.delivery_attempt_limit() - 1
     )
 
-    followers = inbox.claim_backlog(inbox.claim(leader.pk))
+    followers = backlog.claim_backlog(inbox.claim(leader.pk))
     assert [f.pk for f in followers] == [fresh.pk]

@@ -12,7 +12,7 @@ import pytest
 from django.core import mail
 from django.db import DataError
 
-from automation.intake import inbox
+from automation.intake import inbox, outcomes
 from automation.models import CheckoutState, Delivery, ReminderDecision
 from automation.platform import notes
 from automation.platform.exceptions import InvalidPayload
@@ -124,7 +124,7 @@ def test_a_data_error_of_another_cause_is_still_retried(client, queue, run_worke
 )
 def test_the_reason_names_where_the_character_sits(body, expected):
     delivery = Delivery(body=json.dumps(body).encode())
-    reason = inbox.unstorable_text(delivery, UnicodeEncodeError("utf-8", "", 0, 1, "x"))
+    reason = outcomes.unstorable_text(delivery, UnicodeEncodeError("utf-8", "", 0, 1, "x"))
     if expected is None:
         assert reason == ""
     else:

@@ -14,7 +14,7 @@ from django.utils import translation
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from automation.intake import inbox
+from automation.intake import inbox, outcomes
 from automation.intake.handling import Outcome
 from automation.intake.sources.mail_service import Kind
 from automation.models import Delivery, ReminderDecision
@@ -102,7 +102,7 @@ def test_text_jsonb_cannot_hold_is_replaced_so_the_note_is_stored(client):
     delivery = Delivery.objects.get()
     outcome = Outcome(Delivery.Status.DONE, notes.note("no_handler", topic="a\x00b\ud800c"))
     # When it is recorded
-    inbox._finish(delivery, outcome)
+    outcomes.finish(delivery, outcome)
     # Then both columns are stored
     delivery.refresh_from_db()
     assert delivery.result_note["params"]["topic"] == "a\\u0000b\\ud800c"

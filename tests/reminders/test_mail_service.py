@@ -19,7 +19,7 @@ from django.conf import settings as django_settings
 from django.core import mail
 from django.core.checks import run_checks
 
-from automation.intake import inbox
+from automation.intake import inbox, sweeper
 from automation.intake.sources.mail_service import SOURCE, Kind, parse_tracking
 from automation.models import Delivery, ReminderDecision
 from automation.models import SuppressedAddress as Suppressed
@@ -264,7 +264,7 @@ def test_a_stored_event_whose_job_redis_lost_is_resumed_by_the_sweeper(
         - timedelta(seconds=settings.DELIVERY_SWEEP_AFTER + 1)
     )
 
-    assert inbox.sweep() == 1
+    assert sweeper.sweep() == 1
     run_worker()
 
     assert Suppressed.objects.get().reason == Reason.HARD_BOUNCE
