@@ -18,8 +18,9 @@ from tests.support.ads_standin import AdsStandIn, make_test_client, trust_standi
 from tests.support.imprint import give_imprint
 
 # `not_bought`: the vendors a reminder asks whether the buyer paid meanwhile; `processes` and
-# `nginx_installed`: the documented stack (gunicorn behind the committed nginx).
-pytest_plugins = ["tests.support.vendors", "tests.support.stack"]
+# `nginx_installed`: the documented stack (gunicorn behind the committed nginx); `smtp_server`:
+# a real SMTP server on 127.0.0.1.
+pytest_plugins = ["tests.support.vendors", "tests.support.stack", "tests.support.smtp"]
 
 # gRPC reads its TLS trust roots once, at the first channel: trust the stand-in's cert first.
 trust_standin_cert()

@@ -29,7 +29,6 @@ from automation.platform import connections
 from tests.e2e.test_browser_threshold import SCREENSHOTS, browser, pytestmark  # noqa: F401 (fixture, marks)
 from tests.e2e.test_browser_watched import german, status_cell
 from tests.google_ads.test_oauth import CLIENT_ID, CLIENT_SECRET, REFRESH_TOKEN, TokenEndpoint
-from tests.reminders.test_send_crash_and_smtp import smtp_server  # noqa: F401 (a fixture)
 from tests.support import winterzauber
 from tests.support.brake import sell_out_burst
 from tests.support.shopify_standin import SHOP_NAME
@@ -110,7 +109,7 @@ def test_the_merchant_sets_up_the_service_and_meets_the_brake(
     settings,
     google,
     account,
-    smtp_server,  # noqa: F811
+    smtp_server,
     queue,
 ):
     consent, token = google

@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from decimal import Decimal
@@ -10,7 +9,6 @@ from email import message_from_bytes
 from email.policy import default as default_policy
 
 import pytest
-from aiosmtpd.controller import Controller
 from django.conf import settings as django_settings
 from django.core import mail
 from django.db import connection
@@ -20,6 +18,7 @@ from automation.models import CheckoutState, Claim, Delivery, MarginRule, Remind
 from automation.reminders import checkouts
 from tests.reminders.test_checkouts import checkout_body
 from tests.support.signing import post_shopify
+from tests.support.smtp import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("not_bought")]
 
@@ -72,34 +71,6 @@ def test_worker_killed_after_the_claim_and_before_sending_sends_nothing(client, 
     assert not mail.outbox
 
 
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[bytes] = []
-
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's hook name)
-        self.messages.append(envelope.content)
-        return "250 OK"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def smtp_server(settings):
-    handler = Inbox()
-    controller = Controller(handler, hostname="127.0.0.1", port=_free_port())
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST = "127.0.0.1"
-    settings.EMAIL_PORT = controller.port
-    settings.EMAIL_USE_TLS = False
-    yield handler
-    controller.stop()
-
-
 def test_reminder_goes_through_a_real_smtp_server(client, run_worker, smtp_server):
     post_shopify(client, checkout_body(), topic="checkouts/update")
     run_worker()
@@ -120,7 +91,7 @@ def test_reminder_goes_through_a_real_smtp_server(client, run_worker, smtp_serve
 def test_smtp_down_fails_the_evaluation_and_keeps_the_claim_free(client, queue, settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST = "127.0.0.1"
-    settings.EMAIL_PORT = _free_port()  # nothing listens
+    settings.EMAIL_PORT = free_port()  # nothing listens
     post_shopify(client, checkout_body(), topic="checkouts/update")
     inbox.process(Delivery.objects.get().pk, final_attempt=False)
     checkout = CheckoutState.objects.get()

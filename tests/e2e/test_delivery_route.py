@@ -1,0 +1,113 @@
+"""One delivery's route through the house: each leg (the request, each job) passes every
+station once, from the webhook view to the Google Ads call and to the sent mail.
+
+The route is recorded while the delivery runs (tests/support/route.py says what counts as a
+station); a module at two places of a leg is one the delivery came back to after leaving it.
+"""
+
+from email import message_from_bytes
+from email.policy import default as default_policy
+
+import pytest
+
+from automation.models import AdGroupAction, Delivery, ReminderDecision
+from tests.reminders.test_checkouts import checkout_body
+from tests.support.route import Stay, route
+from tests.support.signing import post_shopify
+from tests.support.watching import watch
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SOLD_OUT = {
+    "inventory_item_id": 808950810,
+    "location_id": 24826418,
+    "available": 0,
+    "updated_at": "2026-11-26T16:10:00+01:00",
+}
+
+INTAKE = ["automation.intake.views", "automation.intake.sources.shopify", "automation.intake.inbox"]
+
+
+def _worked(legs: list[Stay]) -> list[Stay]:
+    """The legs that did something with the delivery (a job entry point that only looked)."""
+    return [leg for leg in legs if leg.children]
+
+
+def _in_order(leg: Stay, stations: list[str]) -> bool:
+    visited = iter(leg.modules())
+    return all(station in visited for station in stations)
+
+
+def test_an_inventory_delivery_goes_from_the_view_to_the_ads_call_without_coming_back(
+    client, run_worker, google_ads
+):
+    watch(808950810, "555", customer_id="1234567890")
+    with route() as legs:
+        post_shopify(client, SOLD_OUT, topic="inventory_levels/update")
+        run_worker()
+
+    assert Delivery.objects.get().status == Delivery.Status.DONE
+    assert AdGroupAction.objects.get().result == "applied"
+    assert len(google_ads.requests) == 1
+    intake, job = _worked(legs)
+    assert intake.modules() == INTAKE, "\n".join(intake.lines())
+    assert job.returns() == set(), "\n".join(job.lines())
+    assert _in_order(
+        job,
+        [
+            "automation.jobs",
+            "automation.intake.inbox",
+            "automation.intake.sources.events",
+            "automation.intake.sources.shopify_inventory",
+            "automation.stock.handlers",
+            "automation.stock.apply",
+            "automation.stock.rule",
+            "automation.google_ads.statuses",
+            "automation.google_ads.adapter",
+        ],
+    ), "\n".join(job.lines())
+
+
+@pytest.mark.usefixtures("not_bought")
+def test_a_checkout_goes_from_the_view_to_the_sent_mail_without_coming_back(
+    client, run_worker, smtp_server
+):
+    with route() as legs:
+        post_shopify(client, checkout_body(), topic="checkouts/update")
+        run_worker()
+
+    (raw,) = smtp_server.messages
+    assert message_from_bytes(raw, policy=default_policy)["To"] == "kundin@example.com"
+    assert ReminderDecision.objects.get().sent_at is not None
+    intake, delivery_job, evaluation_job = _worked(legs)
+    assert intake.modules() == INTAKE, "\n".join(intake.lines())
+    for leg in (delivery_job, evaluation_job):
+        assert leg.returns() == set(), "\n".join(leg.lines())
+    assert _in_order(
+        delivery_job,
+        [
+            "automation.jobs",
+            "automation.intake.inbox",
+            "automation.intake.sources.events",
+            "automation.intake.sources.shopify_checkouts",
+            "automation.reminders.handlers",
+        ],
+    ), "\n".join(delivery_job.lines())
+    evaluation = evaluation_job.children["automation.reminders.checkouts"]
+    assert {
+        "automation.reminders.rules",
+        "automation.reminders.paid_check",
+        "automation.reminders.mail",
+    } <= set(evaluation.children), "\n".join(evaluation_job.lines())
+    assert any(
+        module.startswith("automation.shopify.")
+        for module in evaluation.children["automation.reminders.paid_check"].children
+    ), "\n".join(evaluation_job.lines())
+
+
+def test_a_module_reached_from_two_stations_is_reported():
+    leg = Stay("automation.jobs")
+    leg.children["automation.a"] = Stay("automation.a", {"automation.c": Stay("automation.c")})
+    leg.children["automation.b"] = Stay("automation.b", {"automation.c": Stay("automation.c")})
+
+    assert leg.returns() == {"automation.c"}
