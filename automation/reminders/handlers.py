@@ -1,7 +1,6 @@
 """The reminders' webhook handlers: store a checkout's newest version and schedule its
 evaluation, mark it completed, attribute an order. Registered with `@handles`."""
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -18,7 +17,6 @@ from automation.models import (
     ReminderDecision,
     ReminderSettings,
 )
-from automation.platform import scheduling
 from automation.platform.notes import join, note
 from automation.platform.pseudonyms import (
     customer_id_ref,
@@ -27,6 +25,7 @@ from automation.platform.pseudonyms import (
 )
 from automation.reminders.attribution import Order, attribute_order
 from automation.reminders.checkouts import INVALID_EMAIL, record_decision, reminder_due_at
+from automation.reminders.follow_ups import ScheduleEvaluation
 
 
 def store_checkout(version: CheckoutVersion) -> CheckoutState | None:
@@ -111,21 +110,6 @@ def _remember_order_customer(delivery: Delivery, order: OrderEvent) -> None:
     refs = customer_refs(order.named_email, order.customer_id, order.phone)
     if refs:
         Delivery.objects.filter(pk=delivery.pk).update(**refs)
-
-
-@dataclass(frozen=True)
-class ScheduleEvaluation:
-    """Follow-up: evaluate this checkout version's reminder at `at`.
-
-    Run by the inbox after the handler's transaction commits, so the job never runs before the
-    version it evaluates is visible.
-    """
-
-    checkout: CheckoutState
-    at: datetime
-
-    def run(self) -> None:
-        scheduling.schedule_evaluation(self.checkout, at=self.at)
 
 
 def _skip_invalid_email(checkout: CheckoutState) -> Outcome:

@@ -13,7 +13,7 @@ from automation.intake import handling, inbox
 from automation.models import CheckoutState, Delivery, StockLevel
 from automation.platform import scheduling
 from automation.platform.exceptions import PermanentAdsError, TransientAdsError
-from automation.reminders import handlers
+from automation.reminders import follow_ups
 from tests.support.signing import post_shopify
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,7 +103,7 @@ def test_follow_ups_are_scheduled_once_the_outcome_has_committed(client, queue, 
         return handling.Outcome(
             Delivery.Status.DONE,
             "reminder evaluation scheduled",
-            follow_ups=(handlers.ScheduleEvaluation(checkout, at),),
+            follow_ups=(follow_ups.ScheduleEvaluation(checkout, at),),
         )
 
     register(schedules)
@@ -145,7 +145,7 @@ def test_a_follow_up_redis_refuses_fails_the_delivery_for_its_retry(
     def schedules(*_args):
         return handling.Outcome(
             Delivery.Status.DONE,
-            follow_ups=(handlers.ScheduleEvaluation(_checkout(), timezone.now()),),
+            follow_ups=(follow_ups.ScheduleEvaluation(_checkout(), timezone.now()),),
         )
 
     register(schedules)
