@@ -9,7 +9,7 @@ class AutomationConfig(AppConfig):
 
     def ready(self) -> None:
         # Modules that register themselves when imported: the topic handlers (`@handles`), the
-        # mail service's signal receiver, the deploy checks and the ModelAdmins (ui/admin.py;
+        # mail service's signal receiver, the deploy checks and the ModelAdmins (ui/admin/;
         # Django's autodiscover looks only for automation/admin.py).
         from automation.intake import mail_service_views  # noqa: F401
         from automation.platform import connections, masking

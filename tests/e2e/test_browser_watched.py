@@ -16,7 +16,7 @@ from automation.intake.sources.shopify_inventory import LevelUpdate
 from automation.models import AdGroup, AdGroupAction, Location, WatchedProduct
 from automation.platform import notes
 from automation.stock import apply, levels
-from automation.ui.admin import STATUS_SINCE_FORMAT
+from automation.ui.admin.watched import STATUS_SINCE_FORMAT
 from tests.e2e.test_browser_threshold import SCREENSHOTS, browser, pytestmark  # noqa: F401 (fixture, marks)
 from tests.support import winterzauber
 from tests.support.shopify_standin import Variant

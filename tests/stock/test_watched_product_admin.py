@@ -28,7 +28,7 @@ from automation.models import (
     WatchedProduct,
 )
 from automation.stock import apply, levels
-from automation.ui.admin import STATUS_SINCE_FORMAT
+from automation.ui.admin.watched import STATUS_SINCE_FORMAT
 from tests.support import winterzauber
 from tests.support.hanging import hanging_server
 from tests.support.watching import variant, watch

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from automation.models import AdGroupAction, Delivery, StockLevel
-from automation.ui.admin import ReadOnlyAdmin
+from automation.ui.admin.base import ReadOnlyAdmin
 
 pytestmark = pytest.mark.django_db
 
