@@ -11,19 +11,13 @@ from email.policy import default as default_policy
 import pytest
 
 from automation.models import AdGroupAction, Delivery, ReminderDecision
+from tests.google_ads.test_inventory_end_to_end import SOLD_OUT
 from tests.reminders.test_checkouts import checkout_body
 from tests.support.route import Stay, route
 from tests.support.signing import post_shopify
 from tests.support.watching import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SOLD_OUT = {
-    "inventory_item_id": 808950810,
-    "location_id": 24826418,
-    "available": 0,
-    "updated_at": "2026-11-26T16:10:00+01:00",
-}
 
 INTAKE = ["automation.intake.views", "automation.intake.sources.shopify", "automation.intake.inbox"]
 
