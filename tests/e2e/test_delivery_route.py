@@ -46,6 +46,8 @@ def test_an_inventory_delivery_goes_from_the_view_to_the_ads_call_without_coming
     intake, job = _worked(legs)
     assert intake.modules() == INTAKE, "\n".join(intake.lines())
     assert job.returns() == set(), "\n".join(job.lines())
+    # The request and the job meet in the inbox only: it stores the delivery, then claims it.
+    assert set(intake.modules()) & set(job.modules()) == {"automation.intake.inbox"}
     assert _in_order(
         job,
         [
@@ -77,6 +79,7 @@ def test_a_checkout_goes_from_the_view_to_the_sent_mail_without_coming_back(
     assert intake.modules() == INTAKE, "\n".join(intake.lines())
     for leg in (delivery_job, evaluation_job):
         assert leg.returns() == set(), "\n".join(leg.lines())
+    assert set(intake.modules()) & set(delivery_job.modules()) == {"automation.intake.inbox"}
     assert _in_order(
         delivery_job,
         [
