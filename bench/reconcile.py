@@ -48,7 +48,7 @@ def collect(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from automation.shopify.admin import ShopifyAdmin
+    from automation.shopify.queries import ShopifyAdmin
     from tests.support.shopify_standin import TOKEN, ShopifyStandIn
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one access-log line per query

@@ -1,9 +1,9 @@
 """Ad group status changes through the backend chosen by ADS_BACKEND, each one logged.
 
 `dryrun` records what would be sent, so the product runs without credentials; `google` calls
-the Google Ads API through `adapters.google_ads`, retrying transient errors inside the job, but
-never past the job's deadline (`queues.job_deadline`): what is left then goes to the job's RQ
-retry.
+the Google Ads API through `automation.google_ads.adapter`, retrying transient errors inside the
+job, but never past the job's deadline (`queues.job_deadline`): what is left then goes to the
+job's RQ retry.
 
 Only the stock's one locked path (`automation.stock.apply`) decides what to send; this module
 sends it, logs it (`AdGroupAction`), and remembers what the backend confirmed (`AdGroupState`),

@@ -35,7 +35,7 @@ from automation.platform.pseudonyms import (
     phone_digits,
 )
 from automation.shopify import access as shopify_access
-from automation.shopify.admin import ShopifyAdminError, ShopifyCredentialsError
+from automation.shopify.transport import ShopifyAdminError, ShopifyCredentialsError
 
 logger = logging.getLogger(__name__)
 

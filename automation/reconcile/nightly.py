@@ -27,7 +27,8 @@ from automation.platform.exceptions import PermanentAdsError, TransientAdsError
 from automation.platform.masking import mask_secrets
 from automation.shopify import access as shopify_access
 from automation.shopify import subscriptions
-from automation.shopify.admin import Level, ShopifyAdmin, ShopifyAdminError
+from automation.shopify.queries import Level, ShopifyAdmin
+from automation.shopify.transport import ShopifyAdminError
 from automation.stock import apply, catalogue, drift, facts, levels
 
 logger = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ Our stored state knows a purchase only once its webhook arrived: Shopify retries
 `orders/create` for up to four hours, and a lost one never arrives, so a buyer who paid would
 still get "Dein Warenkorb wartet". Before a mail goes out we therefore ask the checkout's vendor:
 Shopify for an order of the checkout's token, or from its address since the checkout
-(adapters.shopify_admin.ShopifyAdmin.order_for_checkout), Stripe for the session's status
-(adapters.stripe_checkout.retrieve_session). Three answers: bought, not bought, or unknown. An
+(automation.shopify.queries.ShopifyAdmin.order_for_checkout), Stripe for the session's status
+(automation.stripe.checkout.retrieve_session). Three answers: bought, not bought, or unknown. An
 unknown answer never sends: the evaluation is retried on REMINDER_RETRY_INTERVALS while the
 vendor may answer later, and after that, or at once when we cannot ask at all (no Admin API
 access, no Stripe key, a shop we have no access to), the reminder is skipped with the reason.
@@ -23,7 +23,8 @@ from automation.models import CheckoutState
 from automation.platform import connections
 from automation.platform.notes import Note, note
 from automation.shopify import access as shopify_access
-from automation.shopify.admin import ShopifyAdmin, ShopifyAdminError
+from automation.shopify.queries import ShopifyAdmin
+from automation.shopify.transport import ShopifyAdminError
 from automation.stripe import checkout as stripe_checkout
 
 logger = logging.getLogger(__name__)

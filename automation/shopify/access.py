@@ -10,7 +10,7 @@ Two kinds of app give Admin API access:
   (https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/client-credentials-grant).
 The static token wins when both are set: it needs no fetch, and a merchant who still has one
 set it on purpose. A client-credentials token is kept in Redis, shared by every web and worker
-process, until 5 minutes before it expires (adapters.shopify_admin.ClientCredentialsTokens).
+process, until 5 minutes before it expires (automation.shopify.tokens.ClientCredentialsTokens).
 
 Webhook subscriptions are ours to check and heal (`SHOPIFY_WEBHOOKS_MANAGED_BY=api`) unless the
 app declares them in its shopify.app.toml (`toml`): those app-scoped subscriptions are not listed
@@ -31,13 +31,8 @@ from redis.exceptions import RedisError
 
 from automation.platform import connections
 from automation.platform.queues import redis_client
-from automation.shopify.admin import (
-    AccessToken,
-    ClientCredentialsTokens,
-    ShopifyAdmin,
-    StaticToken,
-    TokenSource,
-)
+from automation.shopify.queries import ShopifyAdmin
+from automation.shopify.tokens import AccessToken, ClientCredentialsTokens, StaticToken, TokenSource
 
 logger = logging.getLogger(__name__)
 

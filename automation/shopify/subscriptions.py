@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from automation.shopify import access as shopify_access
-from automation.shopify.admin import ShopifyAdmin
+from automation.shopify.queries import ShopifyAdmin
 
 REQUIRED_TOPICS = (
     "inventory_levels/update",

@@ -28,7 +28,8 @@ from automation.models import (
 from automation.reconcile import nightly as reconcile
 from automation.shopify import access as shopify_access
 from automation.shopify import subscriptions
-from automation.shopify.admin import TOKEN_RENEW_MARGIN, topic_to_enum
+from automation.shopify.queries import topic_to_enum
+from automation.shopify.tokens import TOKEN_RENEW_MARGIN
 from automation.stock import apply
 from tests.support import shopify_admin
 from tests.support.shopify_standin import CLIENT_ID, TOKEN

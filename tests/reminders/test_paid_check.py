@@ -16,7 +16,7 @@ from django.utils import timezone
 from automation.intake import inbox
 from automation.models import CheckoutState, Delivery, ReminderDecision
 from automation.reminders import checkouts, paid_check
-from automation.shopify.admin import orders_for_checkout_search
+from automation.shopify.queries import orders_for_checkout_search
 from tests.reminders.test_checkouts import EMAIL, SAMPLES, checkout_body, shop, stripe_expired  # noqa: F401 (the `shop` fixture)
 from tests.support.hanging import hanging_server
 from tests.support.signing import post_shopify, post_stripe

@@ -12,11 +12,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
 from automation.shopify import access as shopify_access
-from automation.shopify.admin import (
-    TOKEN_RENEW_MARGIN,
-    ClientCredentialsTokens,
-    ShopifyCredentialsError,
-)
+from automation.shopify.tokens import TOKEN_RENEW_MARGIN, ClientCredentialsTokens
+from automation.shopify.transport import ShopifyCredentialsError
 from automation.ui.dashboard import selectors
 from tests.support import shopify_admin
 from tests.support.shopify_standin import CLIENT_ID, TOKEN

@@ -11,26 +11,30 @@ from datetime import UTC, datetime
 
 import pytest
 
-from automation.shopify.admin import (
+from automation.shopify.queries import (
     LOCATIONS_PAGE_SIZE,
     PRODUCT_SEARCH_LIMIT,
     PRODUCT_SEARCH_VARIANTS,
-    TOKEN_RENEW_MARGIN,
-    ClientCredentialsTokens,
     Level,
     LocationInfo,
     ProductInfo,
     ShopifyAdmin,
-    ShopifyAdminError,
-    ShopifyCredentialsError,
-    ShopifyThrottled,
     ShopInfo,
     Subscription,
     VariantInfo,
     enum_to_topic,
     product_search_terms,
-    request_access_token,
     topic_to_enum,
+)
+from automation.shopify.tokens import (
+    TOKEN_RENEW_MARGIN,
+    ClientCredentialsTokens,
+    request_access_token,
+)
+from automation.shopify.transport import (
+    ShopifyAdminError,
+    ShopifyCredentialsError,
+    ShopifyThrottled,
 )
 from tests.support.shopify_standin import (
     CLIENT_ID,

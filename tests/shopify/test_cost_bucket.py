@@ -6,7 +6,7 @@ Pure arithmetic on a fake clock (no HTTP): Shopify's numbers for the Standard pl
 
 import pytest
 
-from automation.shopify.admin import CostBucket
+from automation.shopify.transport import CostBucket
 
 
 class FakeClock:

@@ -2,11 +2,12 @@
 schema (tests/support/shopify_schema.py: which version, from where, and the fields of our pinned
 version it lacks).
 
-The documents are found, not listed: every module-level string of the adapter named `*_QUERY`
-or `*_MUTATION`, and every module-level function named `*_query` or `*_mutation` called with
-each combination of its bool arguments. A GraphQL document written anywhere else in the module
-fails a test, and so does a root field the stand-in answers that no document uses. The requests
-the adapter really sends, variables included, are validated too, one public method at a time.
+The documents are found, not listed: every module-level string of the adapter's modules (tokens,
+transport, queries) named `*_QUERY` or `*_MUTATION`, and every module-level function named
+`*_query` or `*_mutation` called with each combination of its bool arguments. A GraphQL document
+written anywhere else in those modules fails a test, and so does a root field the stand-in
+answers that no document uses. The requests the adapter really sends, variables included, are
+validated too, one public method at a time.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from graphql import (
     validate,
 )
 
-from automation.shopify import admin as shopify_admin
-from automation.shopify.admin import ShopifyAdmin
+from automation.shopify import queries, tokens, transport
+from automation.shopify.queries import ShopifyAdmin
 from tests.support import shopify_schema
 from tests.support.shopify_standin import ROOT_FIELDS, TOKEN, ShopifyStandIn, Variant
 
+# Every module of the adapter that speaks Shopify Admin HTTP: documents are looked for in all.
+ADAPTER_MODULES = (tokens, transport, queries)
 _DOCUMENT_NAME = re.compile(r"_(QUERY|MUTATION)$")
 _GENERATOR_NAME = re.compile(r"_(query|mutation)$")
 # An operation (`query Name(...) {`, `mutation {`) or a query in its short form (`{ shop {`).
@@ -43,18 +46,19 @@ _LOCAL_METHODS = {"close", "estimate_cost", "page_size", "variants_page_size"}
 
 
 def adapter_documents() -> dict[str, str]:
-    """Every document the adapter module defines, generated ones in each of their variants."""
+    """Every document the adapter's modules define, generated ones in each of their variants."""
     found: dict[str, str] = {}
-    for name, value in vars(shopify_admin).items():
-        if isinstance(value, str) and _DOCUMENT_NAME.search(name):
-            found[name] = value
-        elif inspect.isfunction(value) and _GENERATOR_NAME.search(name):
-            parameters = inspect.signature(value).parameters.values()
-            assert all(p.annotation in (bool, "bool") for p in parameters), (
-                f"{name} takes more than bools: extend adapter_documents to call it"
-            )
-            for flags in itertools.product((True, False), repeat=len(parameters)):
-                found[f"{name}({', '.join(map(str, flags))})"] = value(*flags)
+    for module in ADAPTER_MODULES:
+        for name, value in vars(module).items():
+            if isinstance(value, str) and _DOCUMENT_NAME.search(name):
+                found[name] = value
+            elif inspect.isfunction(value) and _GENERATOR_NAME.search(name):
+                parameters = inspect.signature(value).parameters.values()
+                assert all(p.annotation in (bool, "bool") for p in parameters), (
+                    f"{name} takes more than bools: extend adapter_documents to call it"
+                )
+                for flags in itertools.product((True, False), repeat=len(parameters)):
+                    found[f"{name}({', '.join(map(str, flags))})"] = value(*flags)
     return found
 
 
@@ -104,9 +108,10 @@ def test_the_documents_cover_every_root_the_standin_answers_and_no_other():
     assert roots == set(ROOT_FIELDS)
 
 
-def test_no_graphql_document_is_written_outside_the_collected_names():
+@pytest.mark.parametrize("module", ADAPTER_MODULES, ids=lambda module: module.__name__)
+def test_no_graphql_document_is_written_outside_the_collected_names(module):
     """A document in a method body, or under another name, would escape the validation."""
-    tree = ast.parse(inspect.getsource(shopify_admin))
+    tree = ast.parse(inspect.getsource(module))
     collected: list[tuple[int, int]] = []
     for node in tree.body:
         names = []

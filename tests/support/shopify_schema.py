@@ -14,7 +14,7 @@ SCHEMA_SHA256, kept in var/, git-ignored); the tests themselves only read the fi
 SHOPIFY_ADMIN_SCHEMA names a local copy instead. The file itself is not committed: vendor data
 fetched from elsewhere stays out of this repository.
 
-Our pinned version is 2026-07 (automation/shopify/admin.API_VERSION). The fields
+Our pinned version is 2026-07 (automation/shopify/transport.API_VERSION). The fields
 Shopify added after 2025-01 that our documents use are added by NEWER_FIELDS, each from
 Shopify's own page; the schema test checks each is still missing from the published file, so a
 newer file shrinks the list. A field removed after 2025-01 is not caught here.

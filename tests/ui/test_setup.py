@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from automation.models import Delivery, WatchedProduct
 from automation.shopify import subscriptions
-from automation.shopify.admin import topic_to_enum
+from automation.shopify.queries import topic_to_enum
 from automation.ui.setup.forms import WatchedProductForm
 from tests.support.hanging import hanging_server
 from tests.support.shopify_standin import SHOP_NAME, TOKEN, ShopifyStandIn

@@ -23,7 +23,11 @@ from automation.models import BrakeEpisode, HeldChange, ReconcileRun
 from automation.platform.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from automation.platform.log_context import MaskSecretsFilter
 from automation.platform.masking import MASK, mask_secrets
-from automation.shopify.admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
+from automation.shopify.transport import (
+    ShopifyAdminError,
+    ShopifyCredentialsError,
+    ShopifyThrottled,
+)
 from automation.ui.setup import failures
 from automation.ui.setup.failures import Kind
 from tests.support import ads_standin, people

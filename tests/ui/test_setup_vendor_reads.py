@@ -5,12 +5,8 @@ import pytest
 
 from automation.google_ads import adapter as google_ads
 from automation.platform.exceptions import PermanentAdsError, TransientAdsError
-from automation.shopify.admin import (
-    ShopifyAdmin,
-    ShopifyAdminError,
-    VariantChoice,
-    variant_search_terms,
-)
+from automation.shopify.queries import ShopifyAdmin, VariantChoice, variant_search_terms
+from automation.shopify.transport import ShopifyAdminError
 from tests.support.ads_standin import make_test_client
 from tests.support.shopify_standin import TOKEN, ShopifyStandIn
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from automation.shopify import access as shopify_access
 from automation.shopify import subscriptions
-from automation.shopify.admin import ShopifyAdminError
+from automation.shopify.transport import ShopifyAdminError
 
 
 class Command(BaseCommand):

@@ -23,7 +23,11 @@ from django.utils.translation import gettext as _
 
 from automation.platform.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from automation.platform.masking import mask_secrets
-from automation.shopify.admin import ShopifyAdminError, ShopifyCredentialsError, ShopifyThrottled
+from automation.shopify.transport import (
+    ShopifyAdminError,
+    ShopifyCredentialsError,
+    ShopifyThrottled,
+)
 from automation.stripe.checkout import StripeError, StripeKeyRefused
 
 logger = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from automation.models import Product, Variant
 from automation.models.catalogue import DEFAULT_VARIANT_TITLE
 from automation.platform import connections
 from automation.shopify import access as shopify_access
-from automation.shopify.admin import ProductInfo, VariantInfo
+from automation.shopify.queries import ProductInfo, VariantInfo
 from automation.stock import apply, catalogue
 from automation.ui.setup.failures import explain
 from automation.ui.setup.probes import ad_group_status_text

@@ -1,63 +1,38 @@
-"""Shopify Admin GraphQL adapter: the only module that speaks Shopify Admin HTTP.
+"""The Admin GraphQL queries we send and the values their answers become: `ShopifyAdmin`, the
+client for one shop, with one public method per question we ask Shopify.
 
-Why it paces itself: Shopify meters GraphQL by calculated query cost in a leaky bucket (Standard
-plan: 1,000 points, 100 restored per second). A query runs only if the bucket holds its
-*requested* cost; afterwards the unused part is refunded, so the bucket loses the *actual* cost.
-Every answer reports `extensions.cost`, so we keep a local model of the bucket, estimate each
-query's requested cost before sending it (learned from earlier answers of the same shape), and
-sleep exactly until the bucket holds it. THROTTLED answers and HTTP 429 are still handled (a
-computed wait, then the same query again, a bounded number of times), but should be rare.
-
-Access tokens come from a `TokenSource`: a static token (apps created in the Shopify admin before
-2026), or `ClientCredentialsTokens`, which exchanges a Dev Dashboard app's client id and secret for
-a token that lives 24 hours, keeps it in a shared cache, and fetches a new one once when Shopify
-answers 401.
-
-Plain values in and out; no Django here.
+Every document sits beside its requested-cost formula and the vendor docs it was written from;
+sending, pacing and retrying are `transport`'s. Plain values in and out; no Django here.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import requests
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
 
-# Pinned so Shopify's quarterly releases never change the wire API silently; bump deliberately.
-API_VERSION = "2026-07"
+from automation.shopify.tokens import StaticToken, TokenSource
+from automation.shopify.transport import (
+    _TRANSPORT_ATTEMPTS,
+    API_VERSION,
+    MAX_COST_EXCEEDED,
+    MUTATION_COST,
+    AdminTransport,
+    ShopifyAdminError,
+    _CostExceeded,
+)
+
 # From 2025-10 on, WebhookSubscription has a unified `uri` (input and output); `callbackUrl` and
 # `endpoint` are deprecated (Shopify changelog "consolidate-webhook-graphql-surfaces").
 URI_FIELD_SINCE = "2025-10"
-
-THROTTLED = "THROTTLED"
-MAX_COST_EXCEEDED = "MAX_COST_EXCEEDED"
 MAX_IDS_PER_QUERY = 250  # Shopify rejects input arrays longer than 250
 MAX_PAGE_SIZE = 250  # and connection pages larger than 250
 SUBSCRIPTIONS_PAGE_SIZE = 100
-MUTATION_COST = 10  # Shopify's documented cost of a mutation
-
-_TRANSPORT_ATTEMPTS = 3
-_TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
-_DEFAULT_RETRY_AFTER = 1.0  # seconds, when a 429 carries no usable Retry-After
-_MIN_THROTTLED_WAIT = 0.05  # seconds, when THROTTLED arrives although our model says it fits
-_COST_IN_MESSAGE = re.compile(r"[Qq]uery cost is (\d+)")
-
-# The client credentials grant (Dev Dashboard apps, since 2026-01-01): POST form fields
-# grant_type=client_credentials, client_id, client_secret to the shop's token endpoint; the answer
-# is {"access_token", "scope", "expires_in": 86399} and there is no refresh token: fetch again.
-# https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/client-credentials-grant
-# https://shopify.dev/docs/apps/build/authentication-authorization/client-secrets
-ACCESS_TOKEN_PATH = "/admin/oauth/access_token"  # noqa: S105 (a URL path, not a secret)
-# Fetch a new token this long before Shopify's `expires_in` runs out, so no request of a run
-# carries a token that expires on the way.
-TOKEN_RENEW_MARGIN = 300  # seconds
 
 # Topics whose REST name cannot be recovered from the enum by "the last underscore is the slash".
 _IRREGULAR_TOPICS = {
@@ -65,45 +40,6 @@ _IRREGULAR_TOPICS = {
     "APP_SUBSCRIPTIONS_APPROACHING_CAPPED_AMOUNT": "app_subscriptions/approaching_capped_amount",
     "AUDIT_EVENTS_ADMIN_API_ACTIVITY": "audit_events/admin_api_activity",
 }
-
-
-class ShopifyAdminError(Exception):
-    """An Admin API failure waiting cannot fix soon: bad token, bad query, unusable answer."""
-
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
-        super().__init__(message)
-        self.status = status  # HTTP status, when the failure came with one
-        self.code = code  # GraphQL error code (e.g. ACCESS_DENIED), when Shopify named one
-
-
-class ShopifyThrottled(ShopifyAdminError):
-    """Still throttled after the bounded retries: the job should try again later."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None):
-        super().__init__(message, code=THROTTLED)
-        self.retry_after = retry_after  # our best guess of the wait in seconds
-
-
-class ShopifyCredentialsError(ShopifyAdminError):
-    """Shopify refused the app's client id or secret: only a configuration change helps."""
-
-
-class _CostExceeded(ShopifyAdminError):
-    """Shopify refused the query as too expensive: a batch is split, a single query reports it.
-
-    A ShopifyAdminError, so a query nobody splits (a search, a listing) fails as ours too.
-    """
-
-    def __init__(self, message: str):
-        super().__init__(message, code=MAX_COST_EXCEEDED)
-
-
-class _ServerBusy(Exception):
-    """Internal: a 5xx answer, worth another attempt for read-only queries."""
-
-    def __init__(self, response: requests.Response):
-        super().__init__(f"HTTP {response.status_code}")
-        self.response = response
 
 
 @dataclass(frozen=True)
@@ -185,306 +121,6 @@ class ShopInfo:
     name: str
 
 
-class CostBucket:
-    """Our model of Shopify's GraphQL cost bucket: the last throttleStatus, refilled on our clock.
-
-    Every answer reports `extensions.cost.throttleStatus` {maximumAvailable, currentlyAvailable,
-    restoreRate}; between answers the bucket refills at restoreRate points per second up to
-    maximumAvailable, and a query runs only if the bucket holds its requested cost
-    (https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits,
-    https://shopify.dev/docs/api/usage/limits#the-leaky-bucket-algorithm). Until the first
-    report the bucket is unknown and nothing waits.
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self.maximum: float | None = None
-        self.available = 0.0
-        self.rate = 0.0
-        self.observed_at = 0.0
-
-    def observe(self, throttle_status: object) -> None:
-        """Take a reported throttleStatus; a malformed one only costs pacing, so it is ignored."""
-        if not isinstance(throttle_status, dict):
-            return
-        try:
-            maximum = float(throttle_status["maximumAvailable"])
-            available = float(throttle_status["currentlyAvailable"])
-            rate = float(throttle_status["restoreRate"])
-        except (KeyError, TypeError, ValueError):
-            return
-        self.maximum, self.available, self.rate = maximum, available, rate
-        self.observed_at = self._clock()  # after the server measured: errs on the safe side
-
-    def limit(self, cap: int) -> int:
-        """The most one query may request: `cap` (Shopify's single-query limit) and the size."""
-        if self.maximum is None:
-            return cap
-        return min(cap, int(self.maximum))
-
-    def wait_for(self, cost: float) -> float:
-        """Seconds until the bucket holds `cost` (0 if unknown or enough now)."""
-        if self.maximum is None or self.rate <= 0:
-            return 0.0
-        cost = min(cost, self.maximum)
-        elapsed = max(0.0, self._clock() - self.observed_at)
-        available = min(self.maximum, self.available + elapsed * self.rate)
-        wait = (cost - available) / self.rate
-        return wait if wait > 1e-6 else 0.0  # float dust is not worth a sleep
-
-
-# --- access tokens -----------------------------------------------------------------------------
-
-
-class TokenSource(Protocol):
-    """Where the adapter gets its `X-Shopify-Access-Token` from."""
-
-    def current(self) -> str:
-        """A token to send now (may fetch one)."""
-        ...
-
-    def renew(self, rejected: str) -> str | None:
-        """Shopify answered 401 to `rejected`: a fresh token to try once more, or None if none."""
-        ...
-
-
-class StaticToken:
-    """A token created in the Shopify admin (legacy custom apps): it does not expire."""
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def __repr__(self) -> str:
-        return "StaticToken(***)"
-
-    def current(self) -> str:
-        return self._value
-
-    def renew(self, rejected: str) -> str | None:
-        return None  # nothing to fetch: a 401 on a static token is final
-
-
-@dataclass(frozen=True)
-class AccessToken:
-    """One answer of the client credentials grant."""
-
-    value: str = field(repr=False)  # a secret: never in logs or reprs
-    scope: str
-    expires_in: int  # seconds, as Shopify said (86399 per its documentation)
-
-
-class TokenCache(Protocol):
-    """Shared storage for the token (a Redis client fits): values expire by themselves."""
-
-    def get(self, key: str) -> bytes | str | None: ...
-
-    def set(self, key: str, value: str, *, px: int) -> Any: ...
-
-    def delete(self, key: str) -> Any: ...
-
-
-def _post_retrying(
-    post: Callable[[], requests.Response],
-    *,
-    retry_on: tuple[type[BaseException], ...],
-    sleep: Callable[[float], None],
-    what: str,
-    url: str,
-    attempts: int = _TRANSPORT_ATTEMPTS,
-) -> requests.Response:
-    """Send `post` with a few jittered retries on `retry_on` (`attempts` in all); a 5xx that
-    lasts, or a network error, becomes a ShopifyAdminError naming `what` (the token endpoint
-    and GraphQL share this)."""
-
-    def attempt() -> requests.Response:
-        response = post()
-        if response.status_code in _TRANSIENT_STATUSES:
-            raise _ServerBusy(response)
-        return response
-
-    retrying = Retrying(
-        retry=retry_if_exception_type(retry_on),
-        stop=stop_after_attempt(attempts),
-        wait=wait_random_exponential(multiplier=0.5, max=8),
-        sleep=sleep,
-        reraise=True,
-    )
-    try:
-        return retrying(attempt)
-    except _ServerBusy as err:
-        status = err.response.status_code
-        raise ShopifyAdminError(f"{what} answered HTTP {status}", status=status) from err
-    except requests.RequestException as err:
-        raise ShopifyAdminError(f"{what} unreachable: {type(err).__name__} ({url})") from err
-
-
-def request_access_token(
-    base_url: str,
-    client_id: str,
-    client_secret: str,
-    *,
-    session: requests.Session | None = None,
-    timeout: float = 10.0,
-    attempts: int = _TRANSPORT_ATTEMPTS,
-    sleep: Callable[[float], None] = time.sleep,
-    credentials_hint: str = "the app's client id and secret",
-) -> AccessToken:
-    """Exchange the app's client id and secret for an Admin API access token.
-
-    Why it retries 5xx and network errors: every call mints a new token and leaves earlier ones
-    valid, so sending the request again is harmless. A refusal (400/401/403, e.g. Shopify's
-    `{"error": "invalid_client", "error_description": ...}`) is a configuration error and raises
-    `ShopifyCredentialsError` naming `credentials_hint`; waiting will not fix it.
-    """
-    url = f"{base_url.rstrip('/')}{ACCESS_TOKEN_PATH}"
-    form = {
-        "grant_type": "client_credentials",
-        "client_id": client_id,
-        "client_secret": client_secret,
-    }
-    http = session or requests.Session()
-
-    try:
-        response = _post_retrying(
-            lambda: http.post(
-                url, data=form, headers={"Accept": "application/json"}, timeout=timeout
-            ),
-            retry_on=(requests.ConnectionError, requests.Timeout, _ServerBusy),
-            sleep=sleep,
-            what="Shopify's token endpoint",
-            url=url,
-            attempts=attempts,
-        )
-    finally:
-        if session is None:
-            http.close()
-    status = response.status_code
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if status in (400, 401, 403):
-        raise ShopifyCredentialsError(
-            f"Shopify refused the client credentials (HTTP {status}"
-            f"{_oauth_error_text(body)}): check {credentials_hint}",
-            status=status,
-            code=str(body.get("error")) if isinstance(body, dict) and body.get("error") else None,
-        )
-    if status >= 400:
-        raise ShopifyAdminError(
-            f"HTTP {status} from Shopify's token endpoint ({url}){_oauth_error_text(body)}",
-            status=status,
-        )
-    if not isinstance(body, dict):
-        raise ShopifyAdminError(f"Shopify's token endpoint answered HTTP {status} without JSON")
-    value, expires_in = body.get("access_token"), body.get("expires_in")
-    if not isinstance(value, str) or not value:
-        raise ShopifyAdminError("Shopify's token endpoint answered without an access_token")
-    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float) or expires_in <= 0:
-        raise ShopifyAdminError(f"Shopify's token endpoint answered expires_in={expires_in!r}")
-    return AccessToken(value=value, scope=str(body.get("scope") or ""), expires_in=int(expires_in))
-
-
-def _oauth_error_text(body: Any) -> str:
-    """`: invalid_client (Client authentication failed)` from either error shape Shopify uses."""
-    if not isinstance(body, dict):
-        return ""
-    if body.get("error"):
-        description = body.get("error_description")
-        text = f"{body['error']} ({description})" if description else str(body["error"])
-    elif body.get("errors"):
-        text = _error_text(body["errors"])
-    else:
-        return ""
-    return f": {text[:200]}"
-
-
-class ClientCredentialsTokens:
-    """Tokens by the client credentials grant, shared through `cache` by every process.
-
-    A token is kept until TOKEN_RENEW_MARGIN seconds before Shopify's `expires_in` ends: the cache
-    entry simply expires then (TTL = expires_in - margin), and the next `current()` fetches anew.
-    Two processes that find the cache empty at the same moment both fetch; that is harmless,
-    since each token Shopify issues stays valid for its own lifetime, and the last one written
-    wins the cache. Should a new token ever invalidate an older one, the loser's next request
-    gets a 401, and `renew` fetches once more. Without a cache (or while it fails) the token is
-    kept in this object only.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        client_id: str,
-        client_secret: str,
-        *,
-        cache: TokenCache | None = None,
-        cache_key: str = "",
-        renew_margin: float = TOKEN_RENEW_MARGIN,
-        clock: Callable[[], float] = time.monotonic,
-        request: Callable[..., AccessToken] = request_access_token,
-        credentials_hint: str = "the app's client id and secret",
-        on_fetch: Callable[[AccessToken], None] | None = None,
-        timeout: float = 10.0,
-        attempts: int = _TRANSPORT_ATTEMPTS,
-    ) -> None:
-        self.base_url = base_url
-        # Each fetch: `attempts` requests of at most `timeout` seconds (a page: one short one).
-        self.timeout = timeout
-        self.attempts = attempts
-        self.client_id = client_id
-        self._client_secret = client_secret
-        self._cache = cache
-        self.cache_key = cache_key or f"shopify:admin-token:{base_url.rstrip('/')}:{client_id}"
-        self._margin = renew_margin
-        self._clock = clock
-        self._request = request
-        self._hint = credentials_hint
-        self._on_fetch = on_fetch
-        self._memo: tuple[str, float] | None = None  # (token, our clock's deadline)
-        self.fetched = 0  # tokens fetched by this object, for logs and tests
-
-    def __repr__(self) -> str:
-        return f"ClientCredentialsTokens(client_id={self.client_id!r}, key={self.cache_key!r})"
-
-    def current(self) -> str:
-        cached = self._cache.get(self.cache_key) if self._cache is not None else None
-        if cached:
-            return cached.decode() if isinstance(cached, bytes) else str(cached)
-        if self._memo and self._memo[1] > self._clock():
-            return self._memo[0]
-        return self._fetch()
-
-    def renew(self, rejected: str) -> str:
-        """Drop the rejected token (unless another process already replaced it) and fetch anew."""
-        if self._cache is not None:
-            cached = self._cache.get(self.cache_key)
-            if cached and (cached.decode() if isinstance(cached, bytes) else cached) == rejected:
-                self._cache.delete(self.cache_key)
-        self._memo = None
-        return self._fetch()
-
-    def _fetch(self) -> str:
-        token = self._request(
-            self.base_url,
-            self.client_id,
-            self._client_secret,
-            credentials_hint=self._hint,
-            timeout=self.timeout,
-            attempts=self.attempts,
-        )
-        self.fetched += 1
-        keep = token.expires_in - self._margin
-        # A token shorter-lived than the margin (never seen: Shopify documents 86399 s) is used
-        # for this one request and not kept.
-        if keep > 0:
-            self._memo = (token.value, self._clock() + keep)
-            if self._cache is not None:
-                self._cache.set(self.cache_key, token.value, px=int(keep * 1000))
-        if self._on_fetch is not None:
-            self._on_fetch(token)
-        return token.value
-
-
 def topic_to_enum(topic: str) -> str:
     """`inventory_levels/update` → `INVENTORY_LEVELS_UPDATE`: GraphQL names topics by enum."""
     if "/" not in topic and topic == topic.upper():
@@ -527,44 +163,6 @@ def _parse_time(value: str) -> datetime:
 def _uses_uri(api_version: str) -> bool:
     """Whether this API version has WebhookSubscription.uri (2025-10 and later, `unstable`)."""
     return not re.fullmatch(r"\d{4}-\d{2}", api_version) or api_version >= URI_FIELD_SINCE
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    """Seconds from a Retry-After header given in seconds; None when absent or a date."""
-    try:
-        value = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
-    return value if value >= 0 else None
-
-
-def _error_codes(errors: Any) -> list[str]:
-    """The `extensions.code` of every GraphQL error (Shopify puts THROTTLED there)."""
-    if not isinstance(errors, list):
-        return []
-    return [
-        str((error.get("extensions") or {}).get("code", ""))
-        for error in errors
-        if isinstance(error, dict)
-    ]
-
-
-def _error_text(errors: Any) -> str:
-    """A short readable message from `errors`, which Shopify sends as a list or a string."""
-    if isinstance(errors, list):
-        parts = []
-        for error in errors[:3]:
-            if isinstance(error, dict):
-                code = (error.get("extensions") or {}).get("code")
-                message = str(error.get("message", "")).strip().splitlines()[0:1]
-                text = message[0] if message else "error"
-                parts.append(f"{code}: {text}" if code else text)
-            else:
-                parts.append(str(error))
-        text = "; ".join(parts)
-    else:
-        text = str(errors)
-    return text[:300]
 
 
 _LEVELS_SELECTION = """
@@ -856,7 +454,7 @@ def _product(node: dict[str, Any], variants: list[VariantInfo]) -> ProductInfo:
     )
 
 
-class ShopifyAdmin:
+class ShopifyAdmin(AdminTransport):
     """Admin GraphQL client for one shop that stays inside the cost bucket instead of hitting it."""
 
     def __init__(
@@ -884,42 +482,30 @@ class ShopifyAdmin:
             raise ValueError(
                 f"variants_per_product must be 1..{MAX_PAGE_SIZE}, got {variants_per_product}"
             )
-        self.url = f"{base_url.rstrip('/')}/admin/api/{api_version}/graphql.json"
-        self.api_version = api_version
-        self.timeout = timeout
+        super().__init__(
+            base_url,
+            StaticToken(token) if isinstance(token, str) else token,
+            api_version,
+            session=session,
+            timeout=timeout,
+            sleep=sleep,
+            clock=clock,
+            max_query_cost=max_query_cost,
+            max_retries=max_retries,
+            transport_attempts=transport_attempts,
+        )
         self.batch_size = batch_size
         self.levels_per_item = levels_per_item
         self.variants_per_product = variants_per_product
-        self.max_query_cost = max_query_cost
-        self.max_retries = max_retries  # further tries of a throttled query
-        # Tries of one request on a network error or a 5xx (reads only); a page the merchant
-        # waits on sends once: each try may take `timeout`.
-        self.transport_attempts = transport_attempts
-        self._tokens: TokenSource = StaticToken(token) if isinstance(token, str) else token
-        self._session = session or requests.Session()
-        self._sleep = sleep
-        self.bucket = CostBucket(clock)  # paces every query; its own tests use a fake clock
-        # (query kind, page size) → {number of ids: requestedQueryCost Shopify reported}
-        self._costs: dict[tuple[str, int], dict[int, int]] = {}
-        # Counters for logs and the benchmark.
-        self.queries = 0  # HTTP requests sent, retries included
-        self.actual_cost = 0  # sum of actualQueryCost
-        self.throttled = 0  # THROTTLED answers and 429s received
-        self.waited = 0.0  # seconds slept for the bucket (pacing and throttle waits)
         self.skipped = 0  # levels without an `available` timestamp, left out
         # (item, location) of those: the location still stocks the item, its level is unknown
         self.undated: set[tuple[int, int]] = set()
         self.missing = 0  # requested items Shopify no longer has (null node)
-        self.token_renewals = 0  # 401s answered by fetching a new token and sending again
         # Products Shopify answered null for (deleted, never existed or not a product) when
         # asked by id or for a further page of variants, over this client's life.
         self.deleted_products: set[int] = set()
         self._most_levels = 0  # most levels one item has had so far: sizes the next pages
         self._most_variants = 0  # likewise for the variants of a product
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
 
     # --- inventory -------------------------------------------------------------------------
 
@@ -1394,25 +980,13 @@ class ShopifyAdmin:
 
     # --- cost model ------------------------------------------------------------------------
 
-    def estimate_cost(self, kind: str, count: int, first: int = 0) -> int:
-        """Requested cost of a query before sending it: what Shopify said before, else its formula.
+    def _formula_cost(self, kind: str, count: int, first: int) -> int:
+        """Requested cost of a query of `kind` by Shopify's documented rules.
 
-        Formula (Shopify's documented rules): an object costs 1, a scalar 0, a connection 2 plus
-        the page size times one node's cost, a mutation 10; each query's formula is written by
-        it. `count` is the number of ids asked (products per page for `product_search`), `first`
-        the page size of the innermost connection. Answers then replace it with Shopify's own
-        numbers.
+        An object costs 1, a scalar 0, a connection 2 plus the page size times one node's cost, a
+        mutation 10; each query's formula is written by it. `estimate_cost` (transport) uses this
+        until Shopify's answers replace it with their own numbers.
         """
-        seen = self._costs.get((kind, first))
-        if seen:
-            if count in seen:
-                return seen[count]
-            if len(seen) >= 2:
-                low, high = min(seen), max(seen)
-                slope = (seen[high] - seen[low]) / (high - low)
-                return max(1, math.ceil(seen[low] + slope * (count - low)))
-            ((known, cost),) = seen.items()
-            return max(1, math.ceil(cost * count / known))
         if kind == "nodes":
             return count * (1 + 2 + first)
         if kind == "item":
@@ -1440,176 +1014,3 @@ class ShopifyAdmin:
         if kind == "inventory_level":
             return INVENTORY_LEVEL_COST
         return MUTATION_COST
-
-    def _cost_limit(self) -> int:
-        """The most one query may request: Shopify's single-query cap, and the bucket's size."""
-        return self.bucket.limit(self.max_query_cost)
-
-    def _pause(self, seconds: float) -> None:
-        """Sleep for the bucket, counted so the benchmark can show where time went."""
-        if seconds > 0:
-            self.waited += seconds
-            self._sleep(seconds)
-
-    def _observe(self, body: dict[str, Any], kind: str, count: int, first: int) -> int | None:
-        """Update the bucket model and cost memory from `extensions.cost`; return requested."""
-        cost = (body.get("extensions") or {}).get("cost")
-        if not isinstance(cost, dict):
-            return None
-        self.bucket.observe(cost.get("throttleStatus"))
-        actual = cost.get("actualQueryCost")
-        if isinstance(actual, int | float):
-            self.actual_cost += int(actual)
-        requested = cost.get("requestedQueryCost")
-        if isinstance(requested, int | float):
-            self._costs.setdefault((kind, first), {})[count] = int(requested)
-            return int(requested)
-        return None
-
-    # --- transport -------------------------------------------------------------------------
-
-    def _execute(
-        self,
-        query: str,
-        variables: dict[str, Any],
-        *,
-        kind: str,
-        count: int = 1,
-        first: int = 0,
-        mutation: bool = False,
-    ) -> dict[str, Any]:
-        """Send one GraphQL operation when the bucket can hold it; return `data` or raise ours."""
-        estimate = self.estimate_cost(kind, count, first)
-        last_wait: float | None = None
-        for attempt in range(self.max_retries + 1):
-            self._pause(self.bucket.wait_for(estimate))
-            response = self._post({"query": query, "variables": variables}, idempotent=not mutation)
-            if response.status_code == 429:
-                self.throttled += 1
-                last_wait = _retry_after(response)
-                if last_wait is None:
-                    last_wait = self.bucket.wait_for(estimate) or _DEFAULT_RETRY_AFTER
-                if attempt < self.max_retries:
-                    self._pause(last_wait)
-                continue
-            body = self._json(response)
-            requested = self._observe(body, kind, count, first)
-            if requested is not None:
-                estimate = requested
-            errors = body.get("errors")
-            if not errors:
-                data = body.get("data")
-                if not isinstance(data, dict):
-                    raise ShopifyAdminError("Shopify answer has neither data nor errors")
-                return data
-            codes = _error_codes(errors)
-            if THROTTLED in codes:
-                self.throttled += 1
-                last_wait = max(self.bucket.wait_for(estimate), _MIN_THROTTLED_WAIT)
-                if attempt < self.max_retries:
-                    self._pause(last_wait)
-                continue
-            if MAX_COST_EXCEEDED in codes:
-                self._learn_refused_cost(errors, kind, count, first)
-                raise _CostExceeded(_error_text(errors))
-            code = next((c for c in codes if c), None)
-            raise ShopifyAdminError(f"GraphQL error: {_error_text(errors)}", code=code)
-        raise ShopifyThrottled(
-            f"Shopify throttled the query {self.max_retries + 1} times in a row",
-            retry_after=last_wait,
-        )
-
-    def _learn_refused_cost(self, errors: list[Any], kind: str, count: int, first: int) -> None:
-        """Remember the cost Shopify named when refusing, so the split is sized right."""
-        cost = None
-        for error in errors:
-            if not isinstance(error, dict):
-                continue
-            extensions = error.get("extensions") or {}
-            if isinstance(extensions.get("cost"), int | float):
-                cost = int(extensions["cost"])
-                break
-            match = _COST_IN_MESSAGE.search(str(error.get("message", "")))
-            if match:
-                cost = int(match.group(1))
-                break
-        if cost is None:  # unknown: at least make sure the same batch is not tried again whole
-            cost = self._cost_limit() + 1
-        self._costs.setdefault((kind, first), {})[count] = max(cost, self._cost_limit() + 1)
-
-    def _post(self, payload: dict[str, Any], *, idempotent: bool) -> requests.Response:
-        """POST with the current token; on a 401, once more with a freshly fetched token.
-
-        Why once: an expired or revoked client-credentials token is fixed by one new token
-        (Shopify's own shopify_app gem does the same: `with_token_refetch` retries a 401 once).
-        A second 401 means the app lost its access, and asking again would only loop. Resending
-        is safe even for a mutation: Shopify refused it before running it.
-        """
-        token = self._tokens.current()
-        response = self._send(payload, token, idempotent=idempotent)
-        if response.status_code != 401:
-            return response
-        fresh = self._tokens.renew(token)
-        if fresh is None:
-            return response  # a static token: `_json` explains the 401
-        self.token_renewals += 1
-        response = self._send(payload, fresh, idempotent=idempotent)
-        if response.status_code == 401:
-            raise ShopifyAdminError(
-                "HTTP 401: Shopify rejected a freshly fetched Admin API access token too "
-                "(app uninstalled from the shop, or its access revoked?)",
-                status=401,
-            )
-        return response
-
-    def _send(self, payload: dict[str, Any], token: str, *, idempotent: bool) -> requests.Response:
-        """POST with a few jittered retries on network errors and 5xx (reads only)."""
-        retry_on: tuple[type[BaseException], ...] = (
-            (requests.ConnectionError, requests.Timeout, _ServerBusy)
-            if idempotent
-            else (requests.ConnectTimeout,)  # a mutation may have landed: never resend it
-        )
-        headers = {"X-Shopify-Access-Token": token, "Accept": "application/json"}
-
-        def post() -> requests.Response:
-            self.queries += 1
-            return self._session.post(self.url, json=payload, headers=headers, timeout=self.timeout)
-
-        return _post_retrying(
-            post,
-            retry_on=retry_on,
-            sleep=self._sleep,
-            what="Shopify Admin API",
-            url=self.url,
-            attempts=self.transport_attempts,
-        )
-
-    def _json(self, response: requests.Response) -> dict[str, Any]:
-        """The JSON body of a 2xx answer; any other status becomes a short ShopifyAdminError."""
-        status = response.status_code
-        if status == 401:
-            raise ShopifyAdminError(
-                "HTTP 401: Shopify rejected the Admin API access token (wrong or revoked token)",
-                status=status,
-            )
-        if status == 403:
-            raise ShopifyAdminError(
-                "HTTP 403: the Admin API access token lacks a required scope for this request",
-                status=status,
-            )
-        if status == 404:
-            raise ShopifyAdminError(
-                f"HTTP 404: no Admin GraphQL API at {self.url} (check shop URL and API version)",
-                status=status,
-            )
-        if status >= 400:
-            raise ShopifyAdminError(
-                f"HTTP {status} from Shopify Admin API: {response.text[:200]}", status=status
-            )
-        try:
-            body = response.json()
-        except ValueError as err:
-            raise ShopifyAdminError(f"Shopify answered HTTP {status} without JSON") from err
-        if not isinstance(body, dict):
-            raise ShopifyAdminError("Shopify answered with JSON that is not an object")
-        return body
