@@ -23,7 +23,7 @@ from automation.models import AdGroupAction, Delivery, WatchedProduct
 from automation.platform import alerts
 from automation.platform.notes import Note, join, note
 from automation.shopify import access as shopify_access
-from automation.shopify.admin import ShopifyAdminError
+from automation.shopify.transport import ShopifyAdminError
 from automation.stock import apply, catalogue, levels
 
 WEBHOOK = AdGroupAction.Source.WEBHOOK
