@@ -7,6 +7,7 @@ sending, pacing and retrying are `transport`'s. Plain values in and out; no Djan
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -507,6 +508,31 @@ class ShopifyAdmin(AdminTransport):
         self._most_levels = 0  # most levels one item has had so far: sizes the next pages
         self._most_variants = 0  # likewise for the variants of a product
 
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._session.close()
+
+    def _execute(
+        self,
+        query: str,
+        variables: dict[str, Any],
+        *,
+        kind: str,
+        count: int = 1,
+        first: int = 0,
+        mutation: bool = False,
+    ) -> dict[str, Any]:
+        """One GraphQL operation, priced here (`estimate_cost`) and sent by the transport."""
+        return self._send_operation(
+            query,
+            variables,
+            kind=kind,
+            estimate=self.estimate_cost(kind, count, first),
+            count=count,
+            first=first,
+            mutation=mutation,
+        )
+
     # --- inventory -------------------------------------------------------------------------
 
     def fetch_levels(self, inventory_item_ids: Sequence[int]) -> Iterator[Level]:
@@ -980,12 +1006,32 @@ class ShopifyAdmin(AdminTransport):
 
     # --- cost model ------------------------------------------------------------------------
 
+    def estimate_cost(self, kind: str, count: int, first: int = 0) -> int:
+        """Requested cost of a query before sending it: what Shopify said before, else its formula.
+
+        `count` is the number of ids asked (products per page for `product_search`), `first`
+        the page size of the innermost connection. Once answers for the same kind and page size
+        are known, Shopify's own numbers (learned by the transport) replace the formula
+        (`_formula_cost`).
+        """
+        seen = self._costs.get((kind, first))
+        if seen:
+            if count in seen:
+                return seen[count]
+            if len(seen) >= 2:
+                low, high = min(seen), max(seen)
+                slope = (seen[high] - seen[low]) / (high - low)
+                return max(1, math.ceil(seen[low] + slope * (count - low)))
+            ((known, cost),) = seen.items()
+            return max(1, math.ceil(cost * count / known))
+        return self._formula_cost(kind, count, first)
+
     def _formula_cost(self, kind: str, count: int, first: int) -> int:
         """Requested cost of a query of `kind` by Shopify's documented rules.
 
         An object costs 1, a scalar 0, a connection 2 plus the page size times one node's cost, a
-        mutation 10; each query's formula is written by it. `estimate_cost` (transport) uses this
-        until Shopify's answers replace it with their own numbers.
+        mutation 10; each query's formula is written by it. `estimate_cost` uses this until
+        Shopify's answers replace it with their own numbers.
         """
         if kind == "nodes":
             return count * (1 + 2 + first)

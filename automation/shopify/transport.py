@@ -1,15 +1,14 @@
 """One Admin GraphQL request to Shopify: paced by our model of its cost bucket, retried, and
 turned into our errors, so the query methods deal only in documents and answers.
 
-`estimate_cost` is split where its data lives: the costs Shopify reported are learned here, from
-the answers; the formula for a query not sent yet sits by that query (`queries`,
-`ShopifyAdmin._formula_cost`). `_post_retrying` is here because the token endpoint shares it.
-Plain values in and out; no Django here.
+The costs Shopify reported are learned here, from its answers; the client prices a query
+before it is sent (`queries.ShopifyAdmin.estimate_cost`) and hands the price in, so the transport
+never calls back into the queries. `_post_retrying` is here because the token endpoint shares
+it. Plain values in and out; no Django here.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable
@@ -246,35 +245,7 @@ class AdminTransport:
         self.waited = 0.0  # seconds slept for the bucket (pacing and throttle waits)
         self.token_renewals = 0  # 401s answered by fetching a new token and sending again
 
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
-
     # --- cost model ------------------------------------------------------------------------
-
-    def estimate_cost(self, kind: str, count: int, first: int = 0) -> int:
-        """Requested cost of a query before sending it: what Shopify said before, else its formula.
-
-        `count` is the number of ids asked (products per page for `product_search`), `first`
-        the page size of the innermost connection. Once answers for the same kind and page size
-        are known, Shopify's own numbers replace the formula (`_formula_cost`).
-        """
-        seen = self._costs.get((kind, first))
-        if seen:
-            if count in seen:
-                return seen[count]
-            if len(seen) >= 2:
-                low, high = min(seen), max(seen)
-                slope = (seen[high] - seen[low]) / (high - low)
-                return max(1, math.ceil(seen[low] + slope * (count - low)))
-            ((known, cost),) = seen.items()
-            return max(1, math.ceil(cost * count / known))
-        return self._formula_cost(kind, count, first)
-
-    def _formula_cost(self, kind: str, count: int, first: int) -> int:
-        """A query's cost by Shopify's documented rules, before any answer taught it; the query
-        kinds are `ShopifyAdmin`'s, and anything else is priced as a mutation."""
-        return MUTATION_COST
 
     def _cost_limit(self) -> int:
         """The most one query may request: Shopify's single-query cap, and the bucket's size."""
@@ -303,18 +274,19 @@ class AdminTransport:
 
     # --- transport -------------------------------------------------------------------------
 
-    def _execute(
+    def _send_operation(
         self,
         query: str,
         variables: dict[str, Any],
         *,
         kind: str,
+        estimate: int,
         count: int = 1,
         first: int = 0,
         mutation: bool = False,
     ) -> dict[str, Any]:
-        """Send one GraphQL operation when the bucket can hold it; return `data` or raise ours."""
-        estimate = self.estimate_cost(kind, count, first)
+        """Send one GraphQL operation when the bucket can hold its `estimate` (the caller's
+        price, replaced by Shopify's once it answers); return `data` or raise ours."""
         last_wait: float | None = None
         for attempt in range(self.max_retries + 1):
             self._pause(self.bucket.wait_for(estimate))
