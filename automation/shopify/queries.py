@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import requests
-
 from automation.shopify.tokens import StaticToken, TokenSource
 from automation.shopify.transport import (
-    _TRANSPORT_ATTEMPTS,
     API_VERSION,
     MAX_COST_EXCEEDED,
     MUTATION_COST,
@@ -464,17 +460,12 @@ class ShopifyAdmin(AdminTransport):
         token: str | TokenSource,
         api_version: str = API_VERSION,
         *,
-        session: requests.Session | None = None,
-        timeout: float = 10.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
         batch_size: int = 50,
         levels_per_item: int = 50,
         variants_per_product: int = 50,
-        max_query_cost: int = 1000,
-        max_retries: int = 5,
-        transport_attempts: int = _TRANSPORT_ATTEMPTS,
+        **transport: Any,
     ) -> None:
+        """`transport`: the session, timeout, clock, cost cap and retries (`AdminTransport`)."""
         if not 1 <= batch_size <= MAX_IDS_PER_QUERY:
             raise ValueError(f"batch_size must be 1..{MAX_IDS_PER_QUERY}, got {batch_size}")
         if not 1 <= levels_per_item <= MAX_PAGE_SIZE:
@@ -483,18 +474,8 @@ class ShopifyAdmin(AdminTransport):
             raise ValueError(
                 f"variants_per_product must be 1..{MAX_PAGE_SIZE}, got {variants_per_product}"
             )
-        super().__init__(
-            base_url,
-            StaticToken(token) if isinstance(token, str) else token,
-            api_version,
-            session=session,
-            timeout=timeout,
-            sleep=sleep,
-            clock=clock,
-            max_query_cost=max_query_cost,
-            max_retries=max_retries,
-            transport_attempts=transport_attempts,
-        )
+        tokens = StaticToken(token) if isinstance(token, str) else token
+        super().__init__(base_url, tokens, api_version, **transport)
         self.batch_size = batch_size
         self.levels_per_item = levels_per_item
         self.variants_per_product = variants_per_product

@@ -32,22 +32,29 @@ def _in_order(leg: Stay, stations: list[str]) -> bool:
     return all(station in visited for station in stations)
 
 
+def _followed(client, run_worker, body: dict, topic: str) -> tuple[Stay, list[Stay]]:
+    """The intake's leg and the jobs' legs of one signed delivery, each passing a station once."""
+    with route() as legs:
+        post_shopify(client, body, topic=topic)
+        run_worker()
+    intake, *jobs = _worked(legs)
+    assert intake.modules() == INTAKE, "\n".join(intake.lines())
+    for leg in jobs:
+        assert leg.returns() == set(), "\n".join(leg.lines())
+    # The request and the first job meet in the inbox only: it stores the delivery, then claims it.
+    assert set(intake.modules()) & set(jobs[0].modules()) == {"automation.intake.inbox"}
+    return intake, jobs
+
+
 def test_an_inventory_delivery_goes_from_the_view_to_the_ads_call_without_coming_back(
     client, run_worker, google_ads
 ):
     watch(808950810, "555", customer_id="1234567890")
-    with route() as legs:
-        post_shopify(client, SOLD_OUT, topic="inventory_levels/update")
-        run_worker()
+    _, (job,) = _followed(client, run_worker, SOLD_OUT, "inventory_levels/update")
 
     assert Delivery.objects.get().status == Delivery.Status.DONE
     assert AdGroupAction.objects.get().result == "applied"
     assert len(google_ads.requests) == 1
-    intake, job = _worked(legs)
-    assert intake.modules() == INTAKE, "\n".join(intake.lines())
-    assert job.returns() == set(), "\n".join(job.lines())
-    # The request and the job meet in the inbox only: it stores the delivery, then claims it.
-    assert set(intake.modules()) & set(job.modules()) == {"automation.intake.inbox"}
     assert _in_order(
         job,
         [
@@ -68,18 +75,13 @@ def test_an_inventory_delivery_goes_from_the_view_to_the_ads_call_without_coming
 def test_a_checkout_goes_from_the_view_to_the_sent_mail_without_coming_back(
     client, run_worker, smtp_server
 ):
-    with route() as legs:
-        post_shopify(client, checkout_body(), topic="checkouts/update")
-        run_worker()
+    _, (delivery_job, evaluation_job) = _followed(
+        client, run_worker, checkout_body(), "checkouts/update"
+    )
 
     (raw,) = smtp_server.messages
     assert message_from_bytes(raw, policy=default_policy)["To"] == "kundin@example.com"
     assert ReminderDecision.objects.get().sent_at is not None
-    intake, delivery_job, evaluation_job = _worked(legs)
-    assert intake.modules() == INTAKE, "\n".join(intake.lines())
-    for leg in (delivery_job, evaluation_job):
-        assert leg.returns() == set(), "\n".join(leg.lines())
-    assert set(intake.modules()) & set(delivery_job.modules()) == {"automation.intake.inbox"}
     assert _in_order(
         delivery_job,
         [

@@ -5,14 +5,13 @@ from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest
 from django.shortcuts import redirect
+from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from automation.platform import notes
 from automation.ui.admin_forms import LocalizedDecimalField
 
 GERMAN_DECIMALS = {models.DecimalField: {"form_class": LocalizedDecimalField}}
-
-
 """Decimal fields shown and taken as the merchant writes them ("0,04"): LocalizedDecimalField."""
 
 
@@ -54,3 +53,17 @@ class SingletonSettingsAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context=None):
         meta = self.model._meta
         return redirect(f"admin:{meta.app_label}_{meta.model_name}_change", self.model.load().pk)
+
+
+class OwnPagesMixin:
+    """A ModelAdmin's own pages: `own_pages` lists (route, view method, URL name), served behind
+    the site's login and permission check (`admin_view`), ahead of the standard ones."""
+
+    own_pages: tuple[tuple[str, str, str], ...] = ()
+
+    def get_urls(self):
+        own = [
+            path(route, self.admin_site.admin_view(getattr(self, view)), name=name)
+            for route, view, name in self.own_pages
+        ]
+        return own + super().get_urls()

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -20,6 +20,7 @@ from automation.models import (
 from automation.platform.display_names import ad_group_name_of_row, named
 from automation.stock import held_changes
 from automation.ui.admin.base import (
+    OwnPagesMixin,
     ReadOnlyAdmin,
     ReasonShownMixin,
     SingletonSettingsAdmin,
@@ -35,8 +36,13 @@ class BrakeSettingsAdmin(SingletonSettingsAdmin):
 
 
 @admin.register(HeldChange)
-class HeldChangeAdmin(ReasonShownMixin, ReadOnlyAdmin):
+class HeldChangeAdmin(OwnPagesMixin, ReasonShownMixin, ReadOnlyAdmin):
     """Pauses the brake held, with "apply all" and "discard all" for the open ones."""
+
+    own_pages = (
+        ("apply-all/", "apply_all_view", "automation_heldchange_apply_all"),
+        ("discard-all/", "discard_all_view", "automation_heldchange_discard_all"),
+    )
 
     change_list_template = "admin/automation/heldchange/change_list.html"
     list_display = (
@@ -61,21 +67,6 @@ class HeldChangeAdmin(ReasonShownMixin, ReadOnlyAdmin):
     def ad_group(self, obj: HeldChange) -> str:
         """The ad group by its name (from the same query), its id on hover."""
         return named(getattr(obj, "ad_group_name", ""), obj.ad_group_id)
-
-    def get_urls(self):
-        own = [
-            path(
-                "apply-all/",
-                self.admin_site.admin_view(self.apply_all_view),
-                name="automation_heldchange_apply_all",
-            ),
-            path(
-                "discard-all/",
-                self.admin_site.admin_view(self.discard_all_view),
-                name="automation_heldchange_discard_all",
-            ),
-        ]
-        return own + super().get_urls()
 
     def changelist_view(self, request: HttpRequest, extra_context=None):
         extra = {"open_count": held_changes.open_changes().count(), **(extra_context or {})}

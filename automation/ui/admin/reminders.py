@@ -10,7 +10,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, path, reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext_lazy as _
 
 from automation.models import (
@@ -29,6 +29,7 @@ from automation.reminders import mail as reminder_mail
 from automation.reminders.mail_text import PLACEHOLDERS
 from automation.ui.admin.base import (
     GERMAN_DECIMALS,
+    OwnPagesMixin,
     ReadOnlyAdmin,
     ReasonShownMixin,
     SingletonSettingsAdmin,
@@ -59,9 +60,14 @@ def _user_url(request: HttpRequest) -> str:
 
 
 @admin.register(ReminderSettings)
-class ReminderSettingsAdmin(SingletonSettingsAdmin):
+class ReminderSettingsAdmin(OwnPagesMixin, SingletonSettingsAdmin):
     """One row; the list view goes straight to it and warns when no imprint or no discount code
     is set; the preview shows the mail as sent and sends it to the signed-in user."""
+
+    own_pages = (
+        ("preview/", "preview_view", "automation_remindersettings_preview"),
+        ("preview/test/", "test_mail_view", "automation_remindersettings_test_mail"),
+    )
 
     formfield_overrides = GERMAN_DECIMALS
 
@@ -109,21 +115,6 @@ class ReminderSettingsAdmin(SingletonSettingsAdmin):
             },
         )
         return (*self.fieldsets, mail)
-
-    def get_urls(self):
-        own = [
-            path(
-                "preview/",
-                self.admin_site.admin_view(self.preview_view),
-                name="automation_remindersettings_preview",
-            ),
-            path(
-                "preview/test/",
-                self.admin_site.admin_view(self.test_mail_view),
-                name="automation_remindersettings_test_mail",
-            ),
-        ]
-        return own + super().get_urls()
 
     def _settings_to_preview(self, request: HttpRequest) -> tuple[ReminderSettings, object]:
         """The saved settings, or the unsaved values the change form posted (`_draft`), with

@@ -13,7 +13,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -31,6 +31,7 @@ from automation.platform.display_names import named
 from automation.stock import apply, facts, manual, selectors
 from automation.ui.admin.base import (
     GERMAN_DECIMALS,
+    OwnPagesMixin,
 )
 from automation.ui.setup import failures, pickers
 from automation.ui.setup.forms import AdGroupForm, WatchedProductForm, dashed
@@ -210,22 +211,18 @@ def settled_messages(
     return said
 
 
-class ManualControlMixin:
+class ManualControlMixin(OwnPagesMixin):
     """Manual pause, enable and release of ad groups, with a reason page in between; a
     watched product's buttons act on all of its ad groups."""
+
+    @property
+    def own_pages(self) -> tuple[tuple[str, str, str], ...]:
+        return (("<path:object_id>/manual/<str:verb>/", "manual_view", self.manual_url_name),)
 
     manual_url_name = ""
 
     def ad_groups_of(self, objects) -> list[AdGroup]:
         raise NotImplementedError
-
-    def get_urls(self):
-        manual = path(
-            "<path:object_id>/manual/<str:verb>/",
-            self.admin_site.admin_view(self.manual_view),
-            name=self.manual_url_name,
-        )
-        return [manual, *super().get_urls()]
 
     def manual_view(self, request: HttpRequest, object_id: str, verb: str) -> HttpResponse:
         """The page's buttons: a form for the reason, then the manual change."""
