@@ -8,7 +8,7 @@ The lookups here are the one place that turns ids into those names (pages, mails
 
 from collections.abc import Iterable
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
@@ -69,3 +69,13 @@ def ad_group_name_of_row() -> Subquery:
         customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
     )
     return Subquery(group.values("name")[:1])
+
+
+def variant_names_of_row(variants: QuerySet, *, product_title: str = "product_title") -> dict:
+    """The product title, variant title and SKU of a row's variant (`variants` filtered by an
+    OuterRef), as annotations for a list that names them in its one query (`item_name`)."""
+    return {
+        product_title: Subquery(variants.values("product__title")[:1]),
+        "variant_title": Subquery(variants.values("title")[:1]),
+        "variant_sku": Subquery(variants.values("sku")[:1]),
+    }

@@ -18,7 +18,12 @@ from automation.models import (
     StockLevel,
     Variant,
 )
-from automation.platform.display_names import ad_group_name_of_row, item_name, named
+from automation.platform.display_names import (
+    ad_group_name_of_row,
+    item_name,
+    named,
+    variant_names_of_row,
+)
 from automation.stock import apply
 from automation.ui.admin.base import ReadOnlyAdmin, ReasonShownMixin
 from automation.ui.admin.watched import settled_messages
@@ -158,9 +163,7 @@ class StockLevelAdmin(ReadOnlyAdmin):
             .defer("updated_at")
             .annotate(
                 shown_updated_at=shown,
-                product_title=Subquery(variant.values("product__title")[:1]),
-                variant_title=Subquery(variant.values("title")[:1]),
-                variant_sku=Subquery(variant.values("sku")[:1]),
+                **variant_names_of_row(variant),
                 location_name=Subquery(location.values("name")[:1]),
             )
         )

@@ -23,7 +23,7 @@ from automation.models import (
     SuppressedAddress,
     Variant,
 )
-from automation.platform.display_names import item_name, named
+from automation.platform.display_names import item_name, named, variant_names_of_row
 from automation.platform.pseudonyms import mask_email
 from automation.reminders import mail as reminder_mail
 from automation.reminders.mail_text import PLACEHOLDERS
@@ -236,9 +236,7 @@ class MarginRuleAdmin(admin.ModelAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                variant_product_title=Subquery(variant.values("product__title")[:1]),
-                variant_title=Subquery(variant.values("title")[:1]),
-                variant_sku=Subquery(variant.values("sku")[:1]),
+                **variant_names_of_row(variant, product_title="variant_product_title"),
                 product_title=Subquery(product.values("title")[:1]),
             )
         )
