@@ -200,6 +200,3 @@ def _process(delivery_id: int, *, final_attempt: bool) -> str:
     except Exception as err:
         return outcomes.failed(delivery, err, final_attempt=final_attempt)
     return outcome.status
-
-
-# --- a backlog worked off in one job -----------------------------------------------------------
