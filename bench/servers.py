@@ -126,7 +126,9 @@ def start_gunicorn(
         "--timeout",
         "30",
     ]
-    proc = procs.start(name, argv, root, child_env(root) if env is None else env)
+    # The bench's gunicorn serves webhooks only, as compose's `webhooks` pool does.
+    env = child_env(root) | {"WEBHOOK_POOL": "true"} if env is None else env
+    proc = procs.start(name, argv, root, env)
     server = Server(proc, port)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

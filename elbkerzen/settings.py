@@ -115,6 +115,10 @@ INTAKE_DB_LOCK_TIMEOUT_MS = env.int("INTAKE_DB_LOCK_TIMEOUT_MS", default=300)
 INTAKE_DB_STATEMENT_TIMEOUT_MS = env.int("INTAKE_DB_STATEMENT_TIMEOUT_MS", default=2000)
 WORKER_DB_LOCK_TIMEOUT_MS = env.int("WORKER_DB_LOCK_TIMEOUT_MS", default=30_000)
 WORKER_DB_STATEMENT_TIMEOUT_MS = env.int("WORKER_DB_STATEMENT_TIMEOUT_MS", default=120_000)
+# This process serves only the webhook pool (compose's `webhooks`: /webhooks/, /anymail/,
+# /unsubscribe/, /healthz, /metrics), none of it a page that runs long statements: its
+# PostgreSQL connections get the intake's limits when they connect (below).
+WEBHOOK_POOL = env.bool("WEBHOOK_POOL", default=False)
 for _name in (
     "INTAKE_DB_LOCK_TIMEOUT_MS",
     "INTAKE_DB_STATEMENT_TIMEOUT_MS",
@@ -133,6 +137,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
     # libpq waits forever for a server that accepts the connection and never answers.
     DATABASES["default"]["OPTIONS"]["connect_timeout"] = DATABASE_CONNECT_TIMEOUT
+    if WEBHOOK_POOL:
+        # The webhook pool's connections carry the intake's limits from the moment they connect,
+        # so storing a delivery is one autocommit INSERT, not BEGIN, SET LOCAL, INSERT, COMMIT
+        # (docs/PERFORMANCE.md, "The intake's limits on the connection"). Behind PgBouncer in
+        # transaction mode, list `options` in its ignore_startup_parameters and set the limits
+        # on the pool's database role instead (docs/OPERATIONS.md, "Timeouts").
+        DATABASES["default"]["OPTIONS"]["options"] = (
+            f"-c lock_timeout={INTAKE_DB_LOCK_TIMEOUT_MS}ms"
+            f" -c statement_timeout={INTAKE_DB_STATEMENT_TIMEOUT_MS}ms"
+        )
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and cron share one file: wait for the writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {}).update(

@@ -2,11 +2,14 @@
 
 PostgreSQL's `lock_timeout` and `statement_timeout` default to 0: wait forever. A table lock held
 by a migration or a long job would then hold every webhook past Shopify's 5 s and, with sync
-workers, the whole intake. The intake's write transaction sets short limits with `SET LOCAL`
-(they end with the transaction, so the admin's requests on the same persistent connection keep
-PostgreSQL's defaults) and answers 503 when one is hit: Shopify and Stripe send again, nothing
-is lost. An RQ worker's connections get longer limits for the whole session, set when each
-connects. SQLite has its own busy timeout (settings: OPTIONS["timeout"]).
+workers, the whole intake. The intake's write gets short limits and answers 503 when one is
+hit: Shopify and Stripe send again, nothing is lost. In the webhook pool (`WEBHOOK_POOL`) every
+connection carries them from the moment it connects (settings: the connection's `options`), so
+the write is one autocommit statement; elsewhere (one process serving the admin too, as `make
+run` does) the write runs in a transaction that sets them with `SET LOCAL`, so they end with it
+and the admin's requests on the same persistent connection keep PostgreSQL's defaults. An RQ
+worker's connections get longer limits for the whole session, set when each connects. SQLite
+has its own busy timeout (settings: OPTIONS["timeout"]).
 https://www.postgresql.org/docs/current/runtime-config-client.html#GUC-LOCK-TIMEOUT
 """
 
@@ -35,13 +38,17 @@ def _values(lock_ms: int, statement_ms: int) -> list[str]:
 
 @contextlib.contextmanager
 def intake_transaction() -> Iterator[None]:
-    """A transaction whose locks and statements wait at most the intake's limits.
+    """Statements whose locks and statements wait at most the intake's limits: one autocommit
+    statement each where the connection carries them (the webhook pool), else a transaction.
 
     Inside a caller's transaction it is a savepoint and leaves the caller's limits alone.
     """
     if connection.in_atomic_block:
         with transaction.atomic():
             yield
+        return
+    if settings.WEBHOOK_POOL and connection.vendor == "postgresql":
+        yield  # the connection's own limits; each statement commits by itself
         return
     with transaction.atomic():
         if connection.vendor == "postgresql":

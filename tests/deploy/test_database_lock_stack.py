@@ -174,8 +174,9 @@ class TableLock:
 def test_a_burst_during_a_table_lock_gets_fast_503s_and_every_retry_is_stored_once(
     processes, tmp_path
 ):
-    # Given the documented stack: gunicorn on the test database behind the committed nginx
-    gunicorn = start_pool(processes, tmp_path)
+    # Given the documented stack: the webhook pool on the test database behind the committed
+    # nginx, its connections carrying the intake's limits
+    gunicorn = start_pool(processes, tmp_path, WEBHOOK_POOL="true")
     proxy = start_proxy(processes, gunicorn.port, tmp_path)
     webhooks = stock_changes()
 

@@ -73,11 +73,14 @@ def slow_shopify() -> Iterator[tuple[str, list[float]]]:
         server.stop()
 
 
-def pool(processes: Processes, tmp_path: Path, name: str, shopify_url: str) -> Server:
+def pool(
+    processes: Processes, tmp_path: Path, name: str, shopify_url: str, webhooks: bool = False
+) -> Server:
     return start_pool(
         processes,
         tmp_path,
         name=name,
+        WEBHOOK_POOL="true" if webhooks else "false",
         SHOPIFY_ADMIN_URL=shopify_url,
         SHOPIFY_ADMIN_TOKEN="shpat_slow_standin",  # noqa: S106 (the stand-in's)
         VENDOR_INTERACTIVE_TIMEOUT=str(PICKER_TIMEOUT),
@@ -175,7 +178,7 @@ def test_webhooks_are_answered_within_a_second_while_every_admin_worker_waits_on
     # Given the documented stack: the admin pool and the webhook pool behind the committed nginx
     shopify_url, shopify_saw = slow_shopify
     admin = pool(processes, tmp_path, "admin-pool", shopify_url)
-    webhooks = pool(processes, tmp_path, "webhook-pool", shopify_url)
+    webhooks = pool(processes, tmp_path, "webhook-pool", shopify_url, webhooks=True)
     proxy = start_proxy(processes, admin.port, tmp_path, webhooks_port=webhooks.port)
     cookie = merchant_cookie()
 

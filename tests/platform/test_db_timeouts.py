@@ -6,6 +6,7 @@ and nothing is stored; once the lock is gone the same delivery is accepted.
 """
 
 import time
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -48,9 +49,34 @@ def show(name: str) -> str:
         return cursor.fetchone()[0]
 
 
+@pytest.fixture
+def webhook_pool(settings) -> Iterator[None]:
+    """This process as the webhook pool: its connections carry the intake's limits (settings)."""
+    options = connection.settings_dict["OPTIONS"]
+    settings.WEBHOOK_POOL = True
+    options["options"] = (
+        f"-c lock_timeout={settings.INTAKE_DB_LOCK_TIMEOUT_MS}ms"
+        f" -c statement_timeout={settings.INTAKE_DB_STATEMENT_TIMEOUT_MS}ms"
+    )
+    connection.close()
+    try:
+        yield
+    finally:
+        options.pop("options", None)
+        connection.close()
+
+
+@pytest.fixture(params=["one process", "webhook pool"])
+def intake_mode(request) -> str:
+    """Both ways the intake gets its limits: a transaction's SET LOCAL, or the connection's."""
+    if request.param == "webhook pool":
+        request.getfixturevalue("webhook_pool")
+    return request.param
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_locked_deliveries_table_gets_a_fast_503_and_the_retry_is_stored(
-    requires_postgres, client, redis, caplog
+    requires_postgres, intake_mode, client, redis, caplog
 ):
     # Given another connection holding the deliveries table for itself
     holder = second_connection()
@@ -85,7 +111,9 @@ def test_a_locked_deliveries_table_gets_a_fast_503_and_the_retry_is_stored(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_duplicate_while_the_table_is_locked_gets_a_fast_503_too(requires_postgres, client):
+def test_a_duplicate_while_the_table_is_locked_gets_a_fast_503_too(
+    requires_postgres, intake_mode, client
+):
     post_shopify(client, BODY, "inventory_levels/update", HTTP_X_SHOPIFY_WEBHOOK_ID="dup-1")
     holder = second_connection()
     # Row lock on the stored delivery: the INSERT conflicts, the duplicate count must wait
@@ -115,6 +143,49 @@ def test_the_intakes_limits_end_with_its_transaction(requires_postgres):
         f"{settings.INTAKE_DB_STATEMENT_TIMEOUT_MS // 1000}s",
     )
     assert (show("lock_timeout"), show("statement_timeout")) == before == ("0", "0")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_webhook_pools_connections_carry_the_limits_and_store_in_one_statement(
+    requires_postgres, webhook_pool, client, redis
+):
+    # Given a connection of the webhook pool: it has the intake's limits from the start
+    assert (show("lock_timeout"), show("statement_timeout")) == (
+        f"{settings.INTAKE_DB_LOCK_TIMEOUT_MS}ms",
+        f"{settings.INTAKE_DB_STATEMENT_TIMEOUT_MS // 1000}s",
+    )
+    seen: list[tuple[str, bool]] = []
+
+    def record(execute, sql, params, many, context):
+        seen.append((sql.split()[0].upper(), connection.get_autocommit()))
+        return execute(sql, params, many, context)
+
+    # When a delivery is stored
+    with connection.execute_wrapper(record):
+        response = post_shopify(client, BODY, "inventory_levels/update")
+
+    # Then that was one INSERT that committed by itself: no BEGIN, SET LOCAL or COMMIT
+    assert response.status_code == 200
+    assert seen == [("INSERT", True)]
+    assert Delivery.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_the_webhook_pool_the_limits_come_with_the_write_transaction(
+    requires_postgres, client, redis
+):
+    seen: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        seen.append(sql.split()[0].upper())
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        response = post_shopify(client, BODY, "inventory_levels/update")
+
+    assert response.status_code == 200
+    assert seen == ["SELECT", "INSERT"]  # set_config(…, is_local) inside the transaction
+    assert (show("lock_timeout"), show("statement_timeout")) == ("0", "0")
 
 
 @pytest.mark.django_db(transaction=True)
