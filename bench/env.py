@@ -92,14 +92,19 @@ def setup_django() -> None:
 def reset_tables() -> None:
     """Empty what the intake and the jobs write; watched products and settings stay.
 
-    A CHECKPOINT follows, so every run starts from the same flushed state: the emptied files'
-    removal and the last run's dirty pages are written now, not by a checkpoint that lands in
-    the middle of whichever run comes next (docs/PERFORMANCE.md, "Checkpoint after each reset").
+    An ANALYZE follows, so the planner knows the watched products, variants and ad groups
+    the set-up just made, as a shop's tables are known (autovacuum gathers the statistics of a
+    table that changed within a minute; a run must not measure that minute: docs/PERFORMANCE.md,
+    "The stock path written out"). A CHECKPOINT follows, so every run starts from the same
+    flushed state: the emptied files' removal and the last run's dirty pages are written now,
+    not by a checkpoint that lands in the middle of whichever run comes next
+    (docs/PERFORMANCE.md, "Checkpoint after each reset").
     """
     from django.db import DatabaseError, connection, transaction
 
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")  # noqa: S608
+        cursor.execute("ANALYZE")
         try:
             with transaction.atomic():  # a refused CHECKPOINT must not break the connection
                 cursor.execute("CHECKPOINT")

@@ -146,6 +146,8 @@ def reset_state(queue: Any) -> None:
     The confirmed ad group statuses and the safety brake's state go too, so each round starts
     with the status unknown (the first decision is sent) and no brake episode open.
     """
+    from django.db import connection
+
     from automation.models import (
         AdGroupAction,
         AdGroupState,
@@ -165,6 +167,8 @@ def reset_state(queue: Any) -> None:
     Delivery.objects.all().delete()
     WatchedProduct.objects.all().delete()
     watch(ITEM_ID, AD_GROUP_ID, label="Winterzauber (bench)", customer_id=CUSTOMER_ID)
+    with connection.cursor() as cursor:  # statistics, as a shop's tables have (bench.env)
+        cursor.execute("ANALYZE")
     queue.connection.flushdb()
 
 

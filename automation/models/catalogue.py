@@ -103,11 +103,7 @@ class Variant(models.Model):
         indexes = [models.Index(fields=["product", "position"], name="variant_product_position")]
 
     def __str__(self) -> str:
-        if self.title and self.title != DEFAULT_VARIANT_TITLE:
-            return self.title
-        if self.sku:
-            return self.sku
-        return gettext("inventory item %(id)s") % {"id": self.inventory_item_id}
+        return variant_name(self.title, self.sku, self.inventory_item_id)
 
     @property
     def sells_without_stock(self) -> bool:
@@ -117,6 +113,16 @@ class Variant(models.Model):
 
 DEFAULT_VARIANT_TITLE = "Default Title"
 """Shopify's title of the one variant of a product without options."""
+
+
+def variant_name(title: str, sku: str, inventory_item_id: int) -> str:
+    """What the merchant calls a variant: its title, else its SKU, else its inventory item
+    (also for rows read without the model, `stock.facts`)."""
+    if title and title != DEFAULT_VARIANT_TITLE:
+        return title
+    if sku:
+        return sku
+    return gettext("inventory item %(id)s") % {"id": inventory_item_id}
 
 
 class Location(models.Model):
@@ -155,13 +161,26 @@ class Location(models.Model):
         ordering = ["name", "location_id"]
 
     def __str__(self) -> str:
-        return self.name or gettext("location %(id)s") % {"id": self.location_id}
+        return location_name(self.name, self.location_id)
 
     @property
     def counted(self) -> bool:
         """The merchant's choice, else Shopify's `fulfillsOnlineOrders` (unknown counts)."""
-        if self.counting == self.Counting.ALWAYS:
-            return True
-        if self.counting == self.Counting.NEVER:
-            return False
-        return self.fulfills_online_orders is not False and self.is_active is not False
+        return location_counted(self.counting, self.fulfills_online_orders, self.is_active)
+
+
+def location_name(name: str, location_id: int) -> str:
+    """What the merchant calls a location (also for rows read without the model)."""
+    return name or gettext("location %(id)s") % {"id": location_id}
+
+
+def location_counted(
+    counting: str, fulfills_online_orders: bool | None, is_active: bool | None
+) -> bool:
+    """Whether a location's stock counts: the merchant's choice, else Shopify's
+    `fulfillsOnlineOrders` and `isActive` (unknown counts)."""
+    if counting == Location.Counting.ALWAYS:
+        return True
+    if counting == Location.Counting.NEVER:
+        return False
+    return fulfills_online_orders is not False and is_active is not False

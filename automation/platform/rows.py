@@ -10,7 +10,7 @@ row equals what `create()` would write; no signals are sent (no receivers on the
 """
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import psycopg
@@ -138,6 +138,41 @@ def _insert_sql(model: type[Model], returning: bool) -> str:
     return f"{sql} RETURNING {quote(model._meta.pk.column)}" if returning else sql
 
 
+def among(column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
+    """`column` is one of `values`: the condition and its parameters for a written-out statement.
+
+    On PostgreSQL `= ANY(%s)` with one array parameter, so the statement's text is the same
+    for any count and psycopg prepares it once; elsewhere `IN (%s, …)` (nothing matches none).
+    """
+    if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    if not values:
+        return "1 = 0", []
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+
+
+def update(model: type[Model], pk: Any, **values: Any) -> int:
+    """UPDATE one row of `model` by pk from field values (prepared like `insert`); rows changed."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    columns = _columns(model)
+    names = tuple(values)
+    params = [columns[name].field.get_db_prep_save(values[name], connection) for name in names]
+    found = execute(_update_sql(model, names), [*params, pk])
+    return len(found)
+
+
+@functools.cache
+def _update_sql(model: type[Model], names: tuple[str, ...]) -> str:
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    fields = [model._meta.get_field(name) for name in names]
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    pk = quote(model._meta.pk.column)
+    return (
+        f"UPDATE {quote(model._meta.db_table)} SET {assignments} "  # noqa: S608 (model names)
+        f"WHERE {pk} = %s RETURNING {pk}"
+    )
+
+
 def column(model: type[Model], name: str) -> str:
     """The quoted column of `model`'s field `name`, for a written-out statement."""
     return connections[DEFAULT_DB_ALIAS].ops.quote_name(model._meta.get_field(name).column)
@@ -149,10 +184,12 @@ def table(model: type[Model]) -> str:
 
 
 @functools.cache
-def columns(model: type[Model]) -> str:
-    """Every concrete column of `model`, quoted, in field order: what `load()` expects back."""
+def columns(model: type[Model], alias: str = "") -> str:
+    """Every concrete column of `model`, quoted (of the table `alias` where given), in field
+    order: what `load()` expects back."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    return ", ".join(quote(field.column) for field in model._meta.concrete_fields)
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(f"{prefix}{quote(field.column)}" for field in model._meta.concrete_fields)
 
 
 def load(model: type[M], row: Sequence[Any]) -> M:

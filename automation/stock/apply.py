@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db import connection, transaction
 from django.utils import timezone
 
 from automation.google_ads import statuses as ads
@@ -38,7 +37,7 @@ from automation.models import (
     StockLevel,
     WatchedProduct,
 )
-from automation.platform import alerts, notes
+from automation.platform import alerts, notes, rows
 from automation.platform.exceptions import AdGroupMissing, PermanentAdsError, TransientAdsError
 from automation.stock import brake, facts, levels, rule
 from automation.stock.facts import Key
@@ -95,12 +94,23 @@ def lock_products(product_ids: Iterable[int]) -> list[WatchedProduct]:
 
 def lock_watching(inventory_item_ids: Iterable[int]) -> list[WatchedProduct]:
     """The enabled watched products that count these inventory items, locked, in pk order
-    (one statement: `facts.watching` as a subquery of the lock)."""
-    return list(
-        WatchedProduct.objects.select_for_update()
-        .filter(pk__in=facts.watching_query(inventory_item_ids))
-        .order_by("pk")
+    (one written-out statement: `facts.watching`'s condition in the lock; every stock level's
+    job takes it, docs/PERFORMANCE.md, "The stock path written out")."""
+    where, params = facts.watching_condition(inventory_item_ids)
+    found = rows.execute(
+        f"SELECT {rows.columns(WatchedProduct, 'w')} FROM {rows.table(WatchedProduct)} w "  # noqa: S608
+        f"WHERE {where} ORDER BY w.id{_for_update()}",
+        params,
     )
+    return [rows.load(WatchedProduct, row) for row in found]
+
+
+def _for_update(of: str = "") -> str:
+    """Row locks (of one table's rows) where the database has them (SQLite locks the whole
+    file for a writer)."""
+    if not connection.features.has_select_for_update:
+        return ""
+    return f" FOR UPDATE OF {of}" if of else " FOR UPDATE"
 
 
 @dataclass(frozen=True)
@@ -138,8 +148,15 @@ def evaluate(products: Sequence[WatchedProduct], now: datetime | None = None) ->
         ):
             product.decided_at = now
             changed.append(product)
-    if changed:
-        WatchedProduct.objects.bulk_update(changed, ["sellable", "stock", "reason", "decided_at"])
+    for product in changed:  # usually one: bulk_update's CASE cost more than the rest of the job
+        rows.update(
+            WatchedProduct,
+            product.pk,
+            sellable=product.sellable,
+            stock=product.stock,
+            reason=product.reason,
+            decided_at=product.decided_at,
+        )
     return OfProducts(frozenset(product.pk for product in products))
 
 
@@ -170,10 +187,16 @@ def redecide(
 
 
 def lock_ad_groups(keys: Iterable[Key] | OfProducts) -> list[AdGroup]:
-    """The ad groups, created where missing, locked until the transaction ends, in pk order."""
+    """The ad groups, created where missing, locked until the transaction ends, in pk order;
+    each knows whether a promotion lists it (`in_promotion`: most are in none, and their
+    promotions are then not read)."""
     if isinstance(keys, OfProducts):
-        controlled = AdGroup.objects.filter(watched_products__pk__in=keys.product_ids)
-        found = list(_locking().filter(pk__in=controlled.values("pk")))
+        through = rows.table(WatchedProduct.ad_groups.through)
+        controlled, params = rows.among("t.watchedproduct_id", sorted(keys.product_ids))
+        found = _lock(
+            f"g.id IN (SELECT t.adgroup_id FROM {through} t WHERE {controlled})",  # noqa: S608
+            params,
+        )
         if not keys.extra:
             return found
         more = [group for group in lock_ad_groups(keys.extra) if group not in found]
@@ -192,23 +215,38 @@ def lock_ad_groups(keys: Iterable[Key] | OfProducts) -> list[AdGroup]:
     return found
 
 
-def _locking():
-    """Ad groups to lock, each with whether a promotion lists it (most are in none: their
-    promotions are then not read)."""
-    listed = PromotionAdGroup.objects.filter(
-        customer_id=OuterRef("customer_id"), ad_group_id=OuterRef("ad_group_id")
-    )
-    return (
-        AdGroup.objects.select_for_update(of=("self",))
-        .select_related("manual_by")
-        .annotate(in_promotion=Exists(listed))
-        .order_by("pk")
-    )
-
-
 def _locked(wanted: set[Key]) -> list[AdGroup]:
-    found = _locking().filter(ad_group_id__in={a for _, a in wanted})
-    return [group for group in found if group.key in wanted]
+    condition, params = rows.among("g.ad_group_id", sorted({a for _, a in wanted}))
+    return [group for group in _lock(condition, params) if group.key in wanted]
+
+
+def _lock(condition: str, params: list) -> list[AdGroup]:
+    """Ad groups matching a condition on `g`, locked in pk order, each with whether a
+    promotion lists it and the enabled watched products controlling it (`controlling`, by
+    label), in one written-out statement: every stock level's job takes it
+    (docs/PERFORMANCE.md, "The stock path written out")."""
+    listed = rows.table(PromotionAdGroup)
+    through, watched = rows.table(WatchedProduct.ad_groups.through), rows.table(WatchedProduct)
+    width = len(AdGroup._meta.concrete_fields)
+    found = rows.execute(
+        f"SELECT {rows.columns(AdGroup, 'g')}, EXISTS (SELECT 1 FROM {listed} pa "  # noqa: S608
+        "WHERE pa.customer_id = g.customer_id AND pa.ad_group_id = g.ad_group_id), "
+        f"{rows.columns(WatchedProduct, 'w')} FROM {rows.table(AdGroup)} g "
+        f"LEFT JOIN {through} t ON t.adgroup_id = g.id "
+        f"LEFT JOIN {watched} w ON w.id = t.watchedproduct_id AND w.enabled "
+        f"WHERE {condition} ORDER BY g.id, w.label, w.id{_for_update(of='g')}",
+        params,
+    )
+    groups: dict[int, AdGroup] = {}
+    for row in found:
+        group = groups.get(row[0])
+        if group is None:
+            group = groups[row[0]] = rows.load(AdGroup, row[:width])
+            group.in_promotion = bool(row[width])
+            group.controlling = []
+        if row[width + 1] is not None:
+            group.controlling.append(rows.load(WatchedProduct, row[width + 1 :]))
+    return list(groups.values())
 
 
 def settle(
@@ -429,10 +467,9 @@ def apply_levels(
     before they were sent. A level that says `available: null` (not tracked) is stored but
     never acts: the ones after the last tracked level are stored after the decision.
     """
-    product_ids = facts.watching({update.inventory_item_id for update in updates})
-    if not product_ids:
+    products = lock_watching({update.inventory_item_id for update in updates})
+    if not products:
         return AppliedLevels(watched=False)
-    products = lock_products(product_ids)
     # The untracked levels after the last tracked one are stored after the decision: alone,
     # each would be stored without action, so the decision must not see them.
     tail = next(

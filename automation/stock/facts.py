@@ -8,6 +8,7 @@ watched products an inventory item belongs to.
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
@@ -21,6 +22,8 @@ from automation.models import (
     Variant,
     WatchedProduct,
 )
+from automation.models.catalogue import location_counted, location_name, variant_name
+from automation.platform import rows
 from automation.stock import rule
 
 Key = tuple[str, str]
@@ -39,8 +42,34 @@ def watching_query(inventory_item_ids: Iterable[int]) -> QuerySet:
 
 
 def watching(inventory_item_ids: Iterable[int]) -> list[int]:
-    """`watching_query`'s pks, ascending."""
-    return sorted(set(watching_query(inventory_item_ids).values_list("pk", flat=True)))
+    """`watching_query`'s pks, ascending (written out: it runs for every stock level)."""
+    where, params = watching_condition(inventory_item_ids)
+    found = rows.execute(
+        f"SELECT w.id FROM {rows.table(WatchedProduct)} w WHERE {where} ORDER BY w.id",  # noqa: S608
+        params,
+    )
+    return [pk for (pk,) in found]
+
+
+def watching_condition(inventory_item_ids: Iterable[int]) -> tuple[str, list]:
+    """`watching_query` as a written-out condition on watched products `w`, with its
+    parameters: a stock level's job asks it once, and the ORM's compiling of the same query
+    cost more than the rest of the job's reads (docs/PERFORMANCE.md, "The stock path written
+    out")."""
+    items = sorted(set(inventory_item_ids))
+    chosen_items, chosen_params = rows.among("v.inventory_item_id", items)
+    whole_items, whole_params = rows.among("v.inventory_item_id", items)
+    chosen_table = rows.table(WatchedProduct.variants.through)
+    variant, product = rows.table(Variant), rows.table(Product)
+    condition = (
+        "w.enabled AND ("  # noqa: S608 (model names; values as parameters)
+        f"EXISTS (SELECT 1 FROM {chosen_table} t JOIN {variant} v ON v.id = t.variant_id "
+        f"WHERE t.watchedproduct_id = w.id AND {chosen_items} AND v.deleted_at IS NULL) "
+        f"OR (NOT EXISTS (SELECT 1 FROM {chosen_table} t WHERE t.watchedproduct_id = w.id) "
+        f"AND w.product_id IN (SELECT p.product_id FROM {variant} v "
+        f"JOIN {product} p ON p.id = v.product_id WHERE {whole_items} AND v.deleted_at IS NULL)))"
+    )
+    return condition, [*chosen_params, *whole_params]
 
 
 def counted_variants(products: Sequence[WatchedProduct]) -> dict[int, list[Variant]]:
@@ -55,7 +84,7 @@ def counted_variants(products: Sequence[WatchedProduct]) -> dict[int, list[Varia
         with_subset.add(row.watchedproduct_id)  # a chosen variant Shopify deleted still chose
         if row.variant.deleted_at is None:
             chosen[row.watchedproduct_id].append(row.variant)
-    whole_ids = {p.product_id for p in products if p.pk not in with_subset and p.product_id}
+    whole_ids = {p.product_id for p in products if p.product_id and p.pk not in with_subset}
     by_product: dict[int, list[Variant]] = defaultdict(list)
     if whole_ids:
         for variant in Variant.objects.filter(
@@ -71,51 +100,90 @@ def counted_variants(products: Sequence[WatchedProduct]) -> dict[int, list[Varia
 
 
 def product_facts(products: Sequence[WatchedProduct]) -> dict[int, rule.ProductFact]:
-    """Each watched product as the rule sees it (keyed by its pk)."""
-    variants = counted_variants(products)
-    item_ids = {variant.inventory_item_id for found in variants.values() for variant in found}
-    levels: dict[int, list[StockLevel]] = defaultdict(list)
-    for level in StockLevel.objects.filter(inventory_item_id__in=item_ids).order_by("location_id"):
-        levels[level.inventory_item_id].append(level)
-    location_ids = {level.location_id for found in levels.values() for level in found}
-    locations = {
-        location.location_id: location
-        for location in Location.objects.filter(location_id__in=location_ids)
-    }
-    statuses = dict(
-        Product.objects.filter(
-            product_id__in={p.product_id for p in products if p.product_id}
-        ).values_list("product_id", "status")
-    )
-    facts = {}
-    for product in products:
-        facts[product.pk] = rule.ProductFact(
+    """Each watched product as the rule sees it (keyed by its pk): its Shopify status and its
+    counted variants (`counted_variants`) with their levels and locations, in one written-out
+    statement, since every stock level's job asks it (docs/PERFORMANCE.md, "The stock path
+    written out")."""
+    if not products:
+        return {}
+    statuses: dict[int, str] = {}
+    counted: dict[int, dict[tuple[int, int], _CountedVariant]] = defaultdict(dict)
+    for row in rows.execute(*_product_facts_statement([product.pk for product in products])):
+        pk, status, variant_pk, position, title, sku, item, tracked, policy = row[:9]
+        location_id, available, location_pk, name, counting, fulfills, active = row[9:]
+        statuses[pk] = status or rule.UNKNOWN_STATUS
+        if variant_pk is None:
+            continue
+        variant = counted[pk].get((position, variant_pk))
+        if variant is None:
+            variant = counted[pk][(position, variant_pk)] = _CountedVariant(
+                variant_name(title, sku, item), bool(tracked), policy == Variant.Policy.CONTINUE
+            )
+        if location_id is None:
+            continue
+        if location_pk is None:  # a location Shopify has not described to us yet counts
+            variant.levels.append(rule.LevelFact(location_name("", location_id), available))
+            continue
+        counts = location_counted(counting, _boolean(fulfills), _boolean(active))
+        variant.levels.append(rule.LevelFact(location_name(name, location_id), available, counts))
+    return {
+        product.pk: rule.ProductFact(
             label=product.label,
             pause_at=product.pause_at,
             resume_at=product.resume_level,
             was_sellable=product.sellable,
-            status=statuses.get(product.product_id, rule.UNKNOWN_STATUS),
+            status=statuses.get(product.pk, rule.UNKNOWN_STATUS),
             variants=tuple(
                 rule.VariantFact(
-                    name=str(variant),
-                    tracked=variant.tracked,
-                    keeps_selling=variant.inventory_policy == Variant.Policy.CONTINUE,
-                    levels=tuple(
-                        _level_fact(level, locations.get(level.location_id))
-                        for level in levels[variant.inventory_item_id]
-                    ),
+                    variant.name, variant.tracked, variant.keeps_selling, tuple(variant.levels)
                 )
-                for variant in variants[product.pk]
+                for _, variant in sorted(counted[product.pk].items())
             ),
         )
-    return facts
+        for product in products
+    }
 
 
-def _level_fact(level: StockLevel, location: Location | None) -> rule.LevelFact:
-    """A location Shopify has not described to us yet counts (the safe side for a sell-out)."""
-    if location is None:
-        return rule.LevelFact(str(level.location_id), level.available)
-    return rule.LevelFact(str(location), level.available, location.counted)
+@dataclass
+class _CountedVariant:
+    name: str
+    tracked: bool
+    keeps_selling: bool
+    levels: list[rule.LevelFact] = field(default_factory=list)
+
+
+def _boolean(value: object) -> bool | None:
+    """A nullable boolean column as read (SQLite gives 0 and 1)."""
+    return None if value is None else bool(value)
+
+
+def _product_facts_statement(pks: list[int]) -> tuple[str, list]:
+    """One row per (watched product, counted variant, level), or one per product without any:
+    the chosen variants, else all of the product's; their levels; each level's location."""
+    watched, chosen_table = rows.table(WatchedProduct), rows.table(WatchedProduct.variants.through)
+    variant, product = rows.table(Variant), rows.table(Product)
+    level, location = rows.table(StockLevel), rows.table(Location)
+    outer, outer_params = rows.among("w.id", pks)
+    chosen, chosen_params = rows.among("t.watchedproduct_id", pks)
+    whole, whole_params = rows.among("w2.id", pks)
+    columns = "v.id, v.position, v.title, v.sku, v.inventory_item_id, v.tracked, v.inventory_policy"
+    sql = (
+        "SELECT w.id, p.status, c.id, c.position, c.title, c.sku, c.inventory_item_id, "  # noqa: S608
+        "c.tracked, c.inventory_policy, l.location_id, l.available, loc.id, loc.name, "
+        "loc.counting, loc.fulfills_online_orders, loc.is_active "
+        f"FROM {watched} w LEFT JOIN {product} p ON p.product_id = w.product_id "
+        f"LEFT JOIN (SELECT t.watchedproduct_id AS wid, {columns} FROM {chosen_table} t "
+        f"JOIN {variant} v ON v.id = t.variant_id WHERE {chosen} AND v.deleted_at IS NULL "
+        f"UNION ALL SELECT w2.id AS wid, {columns} FROM {watched} w2 "
+        f"JOIN {product} p2 ON p2.product_id = w2.product_id "
+        f"JOIN {variant} v ON v.product_id = p2.id WHERE {whole} AND v.deleted_at IS NULL "
+        f"AND NOT EXISTS (SELECT 1 FROM {chosen_table} t2 WHERE t2.watchedproduct_id = w2.id)"
+        ") c ON c.wid = w.id "
+        f"LEFT JOIN {level} l ON l.inventory_item_id = c.inventory_item_id "
+        f"LEFT JOIN {location} loc ON loc.location_id = l.location_id "
+        f"WHERE {outer} ORDER BY w.id, c.position, c.id, l.location_id"
+    )
+    return sql, [*chosen_params, *whole_params, *outer_params]
 
 
 def stored_sellability(product: WatchedProduct) -> rule.Sellability:
@@ -153,12 +221,9 @@ def ad_group_facts(ad_groups: Sequence[AdGroup], now: datetime) -> dict[Key, rul
             )
     controlling: dict[int, list[rule.Sellability]] = defaultdict(list)
     labels: dict[int, list[str]] = defaultdict(list)
-    through = WatchedProduct.ad_groups.through.objects.filter(
-        adgroup_id__in=[group.pk for group in ad_groups], watchedproduct__enabled=True
-    ).select_related("watchedproduct")
-    for row in through.order_by("watchedproduct__label", "watchedproduct_id"):
-        controlling[row.adgroup_id].append(stored_sellability(row.watchedproduct))
-        labels[row.adgroup_id].append(row.watchedproduct.label)
+    for group_pk, product in _controlling(ad_groups):
+        controlling[group_pk].append(stored_sellability(product))
+        labels[group_pk].append(product.label)
     return {
         group.key: rule.AdGroupFact(
             manual_status=group.manual_status,
@@ -170,3 +235,29 @@ def ad_group_facts(ad_groups: Sequence[AdGroup], now: datetime) -> dict[Key, rul
         )
         for group in ad_groups
     }
+
+
+def _controlling(ad_groups: Sequence[AdGroup]) -> list[tuple[int, WatchedProduct]]:
+    """(ad group pk, enabled watched product controlling it) pairs, by label. Ad groups
+    locked by `apply.settle` know them already (`controlling`)."""
+    pairs, unknown = [], []
+    for group in ad_groups:
+        if hasattr(group, "controlling"):
+            pairs += [(group.pk, product) for product in group.controlling]
+        else:
+            unknown.append(group.pk)
+    return pairs + _read_controlling(unknown)
+
+
+def _read_controlling(ad_group_pks: list[int]) -> list[tuple[int, WatchedProduct]]:
+    if not ad_group_pks:
+        return []
+    through = rows.table(WatchedProduct.ad_groups.through)
+    where, params = rows.among("t.adgroup_id", ad_group_pks)
+    found = rows.execute(
+        f"SELECT t.adgroup_id, {rows.columns(WatchedProduct, 'w')} FROM {through} t "  # noqa: S608
+        f"JOIN {rows.table(WatchedProduct)} w ON w.id = t.watchedproduct_id "
+        f"WHERE {where} AND w.enabled ORDER BY w.label, w.id",
+        params,
+    )
+    return [(row[0], rows.load(WatchedProduct, row[1:])) for row in found]
